@@ -1,0 +1,60 @@
+"""The one NinjaAPI: mounts every app's router under /api/v1/ and shapes errors as JSON."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from memory.api import router as memory_router
+
+api = NinjaAPI(
+    title="Engram API",
+    version="1",
+    description="Memory for AI coding agents. Authenticate with `Authorization: Bearer <token>`.",
+    urls_namespace="api",
+    docs_url="/docs",
+    openapi_url="/openapi.json",
+)
+
+api.add_router("/v1/", memory_router)
+
+
+def error(
+    request: HttpRequest, status: int, code: str, message: str, details: object | None = None
+) -> HttpResponse:
+    body: dict[str, object] = {"code": code, "message": message}
+    if details is not None:
+        body["details"] = details
+    return api.create_response(request, body, status=status)
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    return error(
+        request,
+        HTTPStatus.UNPROCESSABLE_ENTITY,
+        "validation_error",
+        "The request is not valid.",
+        {"errors": exc.errors},
+    )
+
+
+@api.exception_handler(AuthenticationError)
+def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return error(
+        request,
+        HTTPStatus.UNAUTHORIZED,
+        "unauthorized",
+        "A valid API token is required: send `Authorization: Bearer <token>`.",
+    )
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    code = getattr(exc, "code", None) or HTTPStatus(exc.status_code).phrase.lower().replace(
+        " ", "_"
+    )
+    return error(request, exc.status_code, code, str(exc), getattr(exc, "details", None))

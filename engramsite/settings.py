@@ -1,0 +1,297 @@
+"""Engram settings: every value comes from the environment, with defaults for local use.
+
+With no configuration Engram runs embedded: SQLite in the data directory, a filesystem Celery
+transport (a real worker and beat, no Redis). Set DATABASE_URL and REDIS_URL for production.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# The one secret anyone can read in this file; refused when DEBUG is off.
+DEVELOPMENT_SECRET_KEY = "engram-development-secret-do-not-use-in-production"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {raw!r}")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+
+
+def database_from_url(url: str, data_dir: Path) -> dict[str, object]:
+    """Translate a DATABASE_URL (sqlite:///path, postgres://user:pass@host:port/name) to Django."""
+    parsed = urlparse(url)
+    scheme = parsed.scheme.lower()
+    if scheme == "sqlite":
+        # sqlite:///relative.db and sqlite:////absolute.db, as in dj-database-url.
+        raw_path = unquote(parsed.path)[1:] if parsed.path.startswith("/") else parsed.path
+        path = Path(raw_path) if raw_path else data_dir / "engram.sqlite3"
+        if not path.is_absolute():
+            path = BASE_DIR / path
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(path),
+            "OPTIONS": {
+                # WAL lets the web process read while the worker writes; IMMEDIATE avoids
+                # "database is locked" on lock upgrades inside transactions.
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+            },
+            "TEST": {"NAME": str(data_dir / "test-engram.sqlite3")},
+        }
+    if scheme in {"postgres", "postgresql", "pgsql"}:
+        name = unquote(parsed.path.lstrip("/")) or "engram"
+        options: dict[str, object] = {}
+        query = parse_qs(parsed.query)
+        if "sslmode" in query:
+            options["sslmode"] = query["sslmode"][0]
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": name,
+            "USER": unquote(parsed.username or ""),
+            "PASSWORD": unquote(parsed.password or ""),
+            "HOST": parsed.hostname or "",
+            "PORT": str(parsed.port or ""),
+            "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60, minimum=0),
+            "CONN_HEALTH_CHECKS": True,
+            "OPTIONS": options,
+        }
+    raise ImproperlyConfigured(
+        f"DATABASE_URL must start with sqlite:// or postgres://, got {parsed.scheme or url!r}"
+    )
+
+
+# --- Core ---------------------------------------------------------------------------------
+
+DATA_DIR = Path(os.environ.get("ENGRAM_DATA_DIR", str(BASE_DIR / "data"))).expanduser()
+if not DATA_DIR.is_absolute():
+    DATA_DIR = BASE_DIR / DATA_DIR
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env_bool("DEBUG", False)
+
+
+def _secret_key() -> str:
+    explicit = os.environ.get("SECRET_KEY", "").strip()
+    if explicit:
+        return explicit
+    # The run script writes a random key here on first start, so the embedded mode needs no
+    # configuration and never runs on the public development key.
+    key_file = DATA_DIR / "secret_key"
+    if key_file.exists():
+        stored = key_file.read_text().strip()
+        if stored:
+            return stored
+    return DEVELOPMENT_SECRET_KEY
+
+
+SECRET_KEY = _secret_key()
+if not DEBUG and SECRET_KEY == DEVELOPMENT_SECRET_KEY:
+    raise ImproperlyConfigured(
+        "DEBUG is off but SECRET_KEY is the development key. Set SECRET_KEY (or run "
+        "`make run`, which writes a random key to the data directory), or set DEBUG=1 for "
+        "local development."
+    )
+
+ALLOWED_HOSTS = [
+    h.strip()
+    for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+    if h.strip()
+]
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
+SITE_URL = os.environ.get("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "memory",
+    "exchange",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "engramsite.urls"
+WSGI_APPLICATION = "engramsite.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------------------
+
+DATABASE_URL = os.environ.get("DATABASE_URL", "").strip() or "sqlite:///" + str(
+    DATA_DIR / "engram.sqlite3"
+)
+DATABASES = {"default": database_from_url(DATABASE_URL, DATA_DIR)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Auth and security --------------------------------------------------------------------
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "memory:home"
+LOGOUT_REDIRECT_URL = "login"
+
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+if env_bool("USE_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SESSION_COOKIE_HTTPONLY = True
+
+# Request bodies above this are refused (413) before they are parsed.
+ENGRAM_MAX_BODY_BYTES = env_int("ENGRAM_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = ENGRAM_MAX_BODY_BYTES
+
+# --- Static files -------------------------------------------------------------------------
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", str(DATA_DIR / "staticfiles")))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = os.environ.get("TIME_ZONE", "UTC")
+USE_I18N = False
+USE_TZ = True
+
+# --- Celery -------------------------------------------------------------------------------
+
+REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or REDIS_URL
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", "").strip() or REDIS_URL
+BROKER_DIR = DATA_DIR / "broker"
+if not CELERY_BROKER_URL:
+    # Embedded mode: kombu's filesystem transport, shared by web, worker and beat through
+    # the data directory. No server to install, and tasks still run in a real worker.
+    CELERY_BROKER_URL = "filesystem://"
+    for sub in ("queue", "processed", "results", "control"):
+        (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
+        "store_processed": False,
+        "polling_interval": 0.5,
+    }
+if not CELERY_RESULT_BACKEND:
+    CELERY_RESULT_BACKEND = "file://" + str(BROKER_DIR / "results")
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_EXPIRES = 3600
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+# Periodic jobs; the apps register their entries in engramsite/celery.py.
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+
+# --- Engram -------------------------------------------------------------------------------
+
+ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "").strip()
+ENGRAM_LLM_MODEL = os.environ.get("ENGRAM_LLM_MODEL", "claude-sonnet-4-5")
+ENGRAM_OWNER_USERNAME = os.environ.get("ENGRAM_OWNER_USERNAME", "owner")
+ENGRAM_EMBEDDER_THREADS = env_int("ENGRAM_EMBEDDER_THREADS", 1, minimum=1)
+# Requests per minute per token; kept in Redis when configured, in-process otherwise.
+ENGRAM_RATE_LIMIT_PER_MINUTE = env_int("ENGRAM_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
+# Behaviour profile v1 constants (DESIGN.md); every one can be overridden from the environment.
+ENGRAM_DECAY_BASE = env_float("ENGRAM_DECAY_BASE", 0.05)
+ENGRAM_RS_FLOOR = env_float("ENGRAM_RS_FLOOR", 0.05)
+ENGRAM_INJECT_BUDGET_TOKENS = env_int("ENGRAM_INJECT_BUDGET_TOKENS", 2000, minimum=100)
+ENGRAM_RETENTION_DAYS = env_int("ENGRAM_RETENTION_DAYS", 90, minimum=1)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}

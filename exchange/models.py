@@ -1,0 +1,3 @@
+"""Learning exchange models (identities, peers, packets) arrive with the exchange issue."""
+
+from __future__ import annotations

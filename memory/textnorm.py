@@ -1,0 +1,89 @@
+"""Write-path text normalisation, content hashing, opposition pairs and token estimates.
+
+Pure Python (no Django). Normalised text is what duplicate detection hashes and what the
+opposition-pair check reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import unicodedata
+
+CHARS_PER_TOKEN = 4
+
+# Apostrophes join contractions ("don't" → "dont") instead of splitting them into two words.
+_APOSTROPHES = frozenset("'\u2018\u2019\u02bc\uff07")
+_WHITESPACE = re.compile(r"\s+")
+
+# Each opposition pair as (one side, the other side); patterns run on normalised text, where
+# "don't" has become "dont". The negative forms are listed so a bare "must" or "do" only counts
+# when it is not the start of "must not" or "do not".
+_OPPOSITION_PAIRS: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = tuple(
+    (re.compile(first), re.compile(second))
+    for first, second in (
+        (r"\balways\b", r"\bnever\b"),
+        (r"\bdo\b(?!\s+not\b)", r"\b(?:dont|do\s+not)\b"),
+        (r"\b(?:use|uses|used|using)\b", r"\b(?:avoid|avoids|avoided|avoiding)\b"),
+        (r"\bmust\b(?!\s+(?:not|never)\b)", r"\b(?:mustnt|must\s+not|must\s+never)\b"),
+        (
+            r"\b(?:enable|enables|enabled|enabling)\b",
+            r"\b(?:disable|disables|disabled|disabling)\b",
+        ),
+        (r"\b(?:prefer|prefers|preferred|preferring)\b", r"\b(?:avoid|avoids|avoided|avoiding)\b"),
+    )
+)
+
+_OPPOSITE_POLARITIES = frozenset({("do", "dont"), ("dont", "do")})
+
+
+def normalise(text: str) -> str:
+    """NFKC, casefold, punctuation removed (Unicode category P*), whitespace collapsed and stripped.
+
+    Apostrophes are dropped so contractions stay one word; every other punctuation character
+    becomes a space so "foo-bar", "foo/bar" and "foo bar" normalise alike.
+    """
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    chars = []
+    for ch in folded:
+        if ch in _APOSTROPHES:
+            continue
+        chars.append(" " if unicodedata.category(ch).startswith("P") else ch)
+    return _WHITESPACE.sub(" ", "".join(chars)).strip()
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 hex digest of the UTF-8 normalised text (64 lowercase hex characters)."""
+    return hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()
+
+
+def _sides(normalised: str, pair: tuple[re.Pattern[str], re.Pattern[str]]) -> frozenset[int]:
+    return frozenset(i for i, pattern in enumerate(pair) if pattern.search(normalised))
+
+
+def has_opposition(a: str, b: str) -> bool:
+    """True when one statement uses one side of an opposition pair and the other the opposite side.
+
+    Word-boundary matching on normalised text. For each pair the sides present in each statement
+    are compared; statements that use the same sides (for instance both "always" and "never")
+    do not oppose each other on that pair.
+    """
+    norm_a, norm_b = normalise(a), normalise(b)
+    for pair in _OPPOSITION_PAIRS:
+        sides_a, sides_b = _sides(norm_a, pair), _sides(norm_b, pair)
+        if sides_a == sides_b:
+            continue
+        if any(1 - side in sides_b for side in sides_a):
+            return True
+    return False
+
+
+def polarity_opposes(p1: str | None, p2: str | None) -> bool:
+    """True for the polarity pair ("do", "dont") in either order; null polarity opposes nothing."""
+    return (p1, p2) in _OPPOSITE_POLARITIES
+
+
+def estimate_tokens(text: str) -> int:
+    """Token estimate: ceil(characters / 4)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)

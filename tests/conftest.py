@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
+
+from memory.models import ApiToken
+
+# Chromium and onnxruntime write caches under HOME; keep them out of the user's home.
+os.environ.setdefault("ENGRAM_TEST_HOME", tempfile.mkdtemp(prefix="engram-home-"))
+os.environ["HOME"] = os.environ["ENGRAM_TEST_HOME"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if connection.vendor == "postgresql":
+        return
+    skip = pytest.mark.skip(reason="needs PostgreSQL")
+    for item in items:
+        if "postgres_only" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def owner(db: Any) -> Any:
+    return get_user_model().objects.create_user(username="alice", password="alice-pass-123")
+
+
+@pytest.fixture
+def other_owner(db: Any) -> Any:
+    return get_user_model().objects.create_user(username="bob", password="bob-pass-123")
+
+
+@pytest.fixture
+def logged_in(owner: Any) -> Client:
+    client = Client()
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def token(owner: Any) -> str:
+    _, raw = ApiToken.issue(owner=owner, name="test")
+    return raw
+
+
+@pytest.fixture
+def api(token: str) -> Client:
+    """A client that sends the owner's bearer token."""
+    return Client(headers={"Authorization": f"Bearer {token}"})
+
+
+@pytest.fixture
+def other_api(other_owner: Any) -> Client:
+    _, raw = ApiToken.issue(owner=other_owner, name="other")
+    return Client(headers={"Authorization": f"Bearer {raw}"})
+
+
+@pytest.fixture
+def tmp_home(tmp_path: Any) -> str:
+    home = tmp_path / "home"
+    home.mkdir()
+    return str(home)
