@@ -270,8 +270,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
-# Periodic jobs; the apps register their entries in engramsite/celery.py.
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+# Periodic jobs (seconds between runs); every one is idempotent.
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "refresh-bands": {"task": "engram.refresh_bands", "schedule": 3600.0},
+}
 
 # --- Engram -------------------------------------------------------------------------------
 

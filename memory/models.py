@@ -303,6 +303,8 @@ class Engram(models.Model):
     ignored = models.PositiveIntegerField(default=0)
     irrelevant = models.PositiveIntegerField(default=0)
 
+    # Band of RS_eff as of the last periodic run (active, fading, dormant, retire).
+    band = models.CharField(max_length=8, default="active")
     enforcement = models.CharField(
         max_length=10, choices=Enforcement.choices, default=Enforcement.ADVISORY
     )
@@ -342,6 +344,7 @@ class Engram(models.Model):
             models.Index(fields=["owner", "type"], name="engram_owner_type"),
             models.Index(fields=["owner", "polarity"], name="engram_owner_polarity"),
             models.Index(fields=["owner", "domain"], name="engram_owner_domain"),
+            models.Index(fields=["owner", "band"], name="engram_owner_band"),
             models.Index(fields=["owner", "-updated_at", "-id"], name="engram_owner_updated"),
             models.Index(fields=["owner", "scope", "content_hash"], name="engram_owner_hash"),
         ]

@@ -4,8 +4,22 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from memory.services import lifecycle, sessions
+
 
 @shared_task(name="engram.ping")
 def ping(value: str = "pong") -> str:
     """Echo a value; used by health checks and tests to prove a worker runs tasks."""
     return value
+
+
+@shared_task(name="engram.attribute_session")
+def attribute_session(session_pk: int) -> int:
+    """Give every injection of an ended session an outcome; a second run does nothing."""
+    return sessions.outcomes_attribute(session_pk=session_pk)
+
+
+@shared_task(name="engram.refresh_bands")
+def refresh_bands() -> dict[str, int]:
+    """Periodic: recompute bands and active/dormant status for every owner."""
+    return lifecycle.bands_refresh_all()

@@ -1,0 +1,219 @@
+"""Deterministic outcome attribution: did the agent's tool inputs follow or contradict an engram?
+
+Pure Python. Key terms are what an engram is about: code spans (`like this`), identifiers and
+paths, then the remaining content words. A tool input "matches" when it holds enough of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+MATCH_SHARE = 0.6  # share of the key terms an input must contain to match
+MAX_TERMS = 6
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "then",
+        "else",
+        "when",
+        "while",
+        "for",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "from",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "we",
+        "you",
+        "they",
+        "i",
+        "he",
+        "she",
+        "them",
+        "our",
+        "your",
+        "their",
+        "my",
+        "me",
+        "us",
+        "do",
+        "does",
+        "did",
+        "done",
+        "dont",
+        "don't",
+        "doesn't",
+        "not",
+        "no",
+        "never",
+        "always",
+        "must",
+        "should",
+        "shall",
+        "will",
+        "would",
+        "can",
+        "could",
+        "may",
+        "might",
+        "avoid",
+        "prefer",
+        "use",
+        "using",
+        "used",
+        "instead",
+        "rather",
+        "than",
+        "before",
+        "after",
+        "every",
+        "each",
+        "all",
+        "any",
+        "some",
+        "more",
+        "most",
+        "less",
+        "least",
+        "only",
+        "also",
+        "just",
+        "make",
+        "sure",
+        "ensure",
+        "keep",
+        "run",
+        "running",
+        "write",
+        "writing",
+        "code",
+        "file",
+        "files",
+        "please",
+        "via",
+        "per",
+        "about",
+        "so",
+        "such",
+        "than",
+        "too",
+        "very",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "how",
+        "new",
+        "old",
+        "one",
+        "two",
+        "first",
+        "last",
+        "like",
+        "same",
+        "other",
+        "need",
+        "needs",
+        "needed",
+        "want",
+        "wants",
+        "require",
+        "requires",
+        "required",
+        "let",
+        "lets",
+        "get",
+        "gets",
+        "got",
+        "set",
+        "sets",
+    ]
+)
+CODE_SPAN = re.compile(r"`([^`]{1,120})`")
+TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/:@+]*")
+
+
+@dataclass(frozen=True)
+class Attribution:
+    result: str  # followed | contradicted | ignored
+    evidence: str
+
+
+def key_terms(statement: str, *, limit: int = MAX_TERMS) -> list[str]:
+    """The distinctive terms of a statement, lowercased, most specific first."""
+    terms: list[str] = []
+    for span in CODE_SPAN.findall(statement):
+        span = span.strip().lower()
+        if span and span not in terms:
+            terms.append(span)
+    rest = CODE_SPAN.sub(" ", statement)
+    words = [w.strip(".:/-").lower() for w in TOKEN.findall(rest)]
+    codeish = [w for w in words if re.search(r"[_./\-:@0-9]|[a-z][A-Z]", w) and len(w) > 1]
+    plain = [w for w in words if w not in STOP_WORDS and len(w) > 2 and w not in codeish]
+    # Code spans and identifiers are what a tool input would show; plain words only when the
+    # statement has none, or they would dilute the match.
+    for word in codeish if (terms or codeish) else plain:
+        if word and word not in terms:
+            terms.append(word)
+    return terms[:limit]
+
+
+def matches(terms: Sequence[str], text: str, *, share: float = MATCH_SHARE) -> bool:
+    """True when `text` contains at least `share` of the terms (and at least one)."""
+    if not terms:
+        return False
+    haystack = text.lower()
+    hits = sum(1 for term in terms if term in haystack)
+    return hits >= 1 and hits / len(terms) >= share
+
+
+def attribute(
+    *, statement: str, polarity: str | None, anti_pattern: str = "", inputs: Iterable[str]
+) -> Attribution:
+    """Heuristic outcome for one injected engram from the session's tool inputs."""
+    inputs = [text for text in inputs if text]
+    if polarity == "dont" or anti_pattern:
+        terms = key_terms(anti_pattern or statement)
+        for text in inputs:
+            if matches(terms, text):
+                return Attribution("contradicted", f"tool input matched {terms}: {text[:200]}")
+        if polarity == "dont":
+            return Attribution("ignored", "no tool input touched what it warns about")
+    terms = key_terms(statement)
+    for text in inputs:
+        if matches(terms, text):
+            return Attribution("followed", f"tool input matched {terms}: {text[:200]}")
+    return Attribution("ignored", "no tool input matched it")

@@ -1,0 +1,1 @@
+"""Multi-row writes and reads that views, API endpoints, MCP tools, tasks and commands share."""

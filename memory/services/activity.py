@@ -1,0 +1,90 @@
+"""The decay clock: active days per scope, and effective retrieval strength read from it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from memory import activation
+from memory.models import ActivityDay, Engram, OwnerSettings
+
+GLOBAL_SCOPE = "global"
+
+
+def _local_day(when: datetime) -> date:
+    return timezone.localdate(when) if timezone.is_aware(when) else when.date()
+
+
+def activity_mark(*, owner: Any, scope: str, when: datetime | None = None) -> None:
+    """Record that `scope` (and so the owner, whose days drive `global`) was active that day."""
+    day = _local_day(when or timezone.now())
+    scopes = {scope, GLOBAL_SCOPE}
+    ActivityDay.objects.bulk_create(
+        [ActivityDay(owner=owner, scope=s, day=day) for s in scopes], ignore_conflicts=True
+    )
+
+
+def activity_days(owner: Any, scopes: Iterable[str], since: date) -> dict[str, list[date]]:
+    """Active days after `since` per scope, in one query."""
+    wanted = set(scopes)
+    days: dict[str, list[date]] = defaultdict(list)
+    if not wanted:
+        return days
+    rows = ActivityDay.objects.filter(owner=owner, scope__in=wanted, day__gt=since).values_list(
+        "scope", "day"
+    )
+    for scope, day in rows:
+        days[scope].append(day)
+    return days
+
+
+def decay_base_for(owner: Any) -> float:
+    custom = OwnerSettings.objects.filter(owner=owner).values_list("decay_base", flat=True).first()
+    return float(custom) if custom is not None else float(settings.ENGRAM_DECAY_BASE)
+
+
+def _as_local(when: datetime) -> datetime:
+    return timezone.localtime(when) if timezone.is_aware(when) else when
+
+
+def effective_strengths(
+    engrams: Sequence[Engram], *, now: datetime | None = None, decay_base: float | None = None
+) -> dict[int, float]:
+    """RS_eff for each engram (by pk), from its anchor and its scope's active days; 2 queries."""
+    if not engrams:
+        return {}
+    now = now or timezone.now()
+    owner = engrams[0].owner_id
+    base = decay_base if decay_base is not None else decay_base_for(owner)
+    since = min(_local_day(e.rs_anchor_at) for e in engrams)
+    days = activity_days(owner, {e.scope for e in engrams}, since)
+    local_now = _as_local(now)
+    result: dict[int, float] = {}
+    for engram in engrams:
+        active = activation.count_active_days(
+            days.get(engram.scope, ()), _as_local(engram.rs_anchor_at), local_now
+        )
+        result[engram.pk] = activation.effective_rs(
+            engram.retrieval_strength,
+            active,
+            engram.emotional_weight,
+            engram.storage_strength,
+            floor=settings.ENGRAM_RS_FLOOR,
+            base=base,
+        )
+    return result
+
+
+def effective_strength(engram: Engram, *, now: datetime | None = None) -> float:
+    return effective_strengths([engram], now=now)[engram.pk]
+
+
+def reanchor(engram: Engram, rs: float, *, now: datetime) -> None:
+    """Store a new RS with its anchor at `now` (the caller saves)."""
+    engram.retrieval_strength = min(1.0, max(0.0, rs))
+    engram.rs_anchor_at = now

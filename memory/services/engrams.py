@@ -1,0 +1,724 @@
+"""Engram write services: learn, update, retire, reinforce, consolidate, feedback, outcomes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from http import HTTPStatus
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memory import activation, coaccess, scanner, textnorm
+from memory.errors import ApiError
+from memory.models import (
+    Association,
+    Engram,
+    IdSequence,
+    Injection,
+    Outcome,
+    OwnerSettings,
+    ReviewItem,
+)
+from memory.services.activity import activity_mark, effective_strength, reanchor
+from memory.services.events import event_record
+
+MERGE_COSINE = 0.92
+RELATED_COSINE = 0.75
+NEIGHBOURS = 5
+MAX_STATEMENT_CHARS = 4000
+MAX_TEXT_CHARS = 8000
+MAX_LIST_ITEMS = 50
+SCOPE_RE = re.compile(r"^(global|(project|agent|command|space):[\w.\-/]{1,180})$")
+FEEDBACK_SIGNALS = ("positive", "negative", "neutral")
+OUTCOME_SIGNALS = tuple(Outcome.Result.values)
+# Explicit negative feedback on a surfaced engram most often means "not useful here".
+FEEDBACK_TO_OUTCOME = {"positive": "followed", "negative": "irrelevant"}
+USER_SOURCES = {"user", "person"}
+
+
+class InvalidInput(ApiError):
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(
+            HTTPStatus.UNPROCESSABLE_ENTITY,
+            "validation_error",
+            f"{field_name}: {message}",
+            {"field": field_name},
+        )
+
+
+class SecretDetected(ApiError):
+    def __init__(self, categories: Sequence[str]) -> None:
+        super().__init__(
+            HTTPStatus.UNPROCESSABLE_ENTITY,
+            "secret_detected",
+            "The text contains what looks like a secret ("
+            + ", ".join(categories)
+            + "); nothing was stored. Remove it and try again.",
+            {"categories": list(categories)},
+        )
+
+
+class PromptInjectionDetected(ApiError):
+    def __init__(self, categories: Sequence[str]) -> None:
+        super().__init__(
+            HTTPStatus.UNPROCESSABLE_ENTITY,
+            "prompt_injection_detected",
+            "The text contains instructions aimed at the model ("
+            + ", ".join(categories)
+            + "); nothing was stored.",
+            {"categories": list(categories)},
+        )
+
+
+@dataclass
+class LearnResult:
+    engram: Engram
+    outcome: str  # created | recurrence | merge_proposed | contradiction_flagged
+    related: list[dict[str, Any]] = field(default_factory=list)
+
+
+# --- validation and scanning ---------------------------------------------------------------
+
+
+def check_text(*texts: str, injections: bool = True) -> None:
+    """Raise when any text holds a secret (or, optionally, a prompt injection)."""
+    secrets_found: set[str] = set()
+    injections_found: set[str] = set()
+    for text in texts:
+        if not text:
+            continue
+        result = scanner.scan(text)
+        secrets_found.update(result.secrets)
+        injections_found.update(result.injections)
+    if secrets_found:
+        raise SecretDetected(sorted(secrets_found))
+    if injections and injections_found:
+        raise PromptInjectionDetected(sorted(injections_found))
+
+
+def _str_list(name: str, value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise InvalidInput(name, "must be a list of strings")
+    items = list(value)
+    if len(items) > MAX_LIST_ITEMS:
+        raise InvalidInput(name, f"at most {MAX_LIST_ITEMS} items")
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise InvalidInput(name, "must be a list of strings")
+        item = item.strip()
+        if len(item) > 200:
+            raise InvalidInput(name, "items are at most 200 characters")
+        if item and item not in out:
+            out.append(item)
+    return out
+
+
+def validate_scope(scope: str) -> str:
+    scope = (scope or "global").strip()
+    if not SCOPE_RE.match(scope):
+        raise InvalidInput(
+            "scope", "use global, or project:NAME, agent:NAME, command:NAME, space:NAME"
+        )
+    return scope
+
+
+def _choice(name: str, value: Any, choices: Iterable[str], *, nullable: bool = False) -> Any:
+    if value is None and nullable:
+        return None
+    if value not in set(choices):
+        raise InvalidInput(name, f"must be one of {', '.join(sorted(choices))}")
+    return value
+
+
+def _weight(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(name, "must be a number from 1 to 10")
+    if not 1 <= float(value) <= 10:
+        raise InvalidInput(name, "must be from 1 to 10")
+    return float(value)
+
+
+def _text(name: str, value: Any, *, limit: int = MAX_TEXT_CHARS, required: bool = False) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise InvalidInput(name, "must be a string")
+    value = value.replace("\x00", "").strip()
+    if required and not value:
+        raise InvalidInput(name, "must not be empty")
+    if len(value) > limit:
+        raise InvalidInput(name, f"at most {limit} characters")
+    return value
+
+
+def search_text_of(engram: Engram) -> str:
+    """The indexed text: statement, rationale, tags, domain, entity names, contraindications."""
+    entity_names = []
+    for entity in engram.entities or []:
+        if isinstance(entity, str):
+            entity_names.append(entity)
+        elif isinstance(entity, dict) and isinstance(entity.get("name"), str):
+            entity_names.append(entity["name"])
+    parts = [
+        engram.statement,
+        engram.rationale,
+        " ".join(engram.tags or []),
+        engram.domain,
+        " ".join(entity_names),
+        " ".join(c for c in engram.contraindications or [] if isinstance(c, str)),
+    ]
+    text = " ".join(p for p in parts if p)
+    # Separators as spaces, so "api.auth" and "api-auth" match "api auth".
+    return re.sub(r"[._:/\-]+", " ", text) if text else ""
+
+
+def embed_texts(texts: Sequence[str]) -> np.ndarray:
+    from memory.embedder import get_embedder
+
+    return get_embedder().embed(list(texts))
+
+
+def _embedding_model() -> str:
+    from memory.embedder import MODEL_ID
+
+    return MODEL_ID
+
+
+# --- learn --------------------------------------------------------------------------------
+
+
+def _auto_approve(owner: Any) -> bool:
+    return bool(
+        OwnerSettings.objects.filter(owner=owner).values_list("auto_approve", flat=True).first()
+    )
+
+
+def _relation(new: Engram, other: Engram, cosine: float) -> str | None:
+    if cosine < RELATED_COSINE:
+        return None
+    opposed = textnorm.polarity_opposes(new.polarity, other.polarity) or textnorm.has_opposition(
+        new.statement, other.statement
+    )
+    if opposed:
+        return "contradiction"
+    if cosine >= MERGE_COSINE:
+        return "merge"
+    return "semantic"
+
+
+def engram_learn(
+    *,
+    owner: Any,
+    statement: str,
+    scope: str = "global",
+    type: str = Engram.Type.BEHAVIORAL,
+    polarity: str | None = None,
+    rationale: str = "",
+    tags: Iterable[str] | None = None,
+    domain: str = "",
+    entities: list[Any] | None = None,
+    contraindications: Iterable[str] | None = None,
+    source: str = "agent",
+    direct_instruction: bool = False,
+    emotional_weight: float = 5.0,
+    confidence: float = 5.0,
+    trigger_context: str = "",
+    visibility: str = Engram.Visibility.PRIVATE,
+    valid_from: datetime | None = None,
+    valid_until: datetime | None = None,
+    actor: str = "agent",
+    now: datetime | None = None,
+    vector: np.ndarray | None = None,
+) -> LearnResult:
+    """The write path in DESIGN: scan, normalise and hash, recurrence, embed, relate, status."""
+    statement = _text("statement", statement, limit=MAX_STATEMENT_CHARS, required=True)
+    rationale = _text("rationale", rationale)
+    scope = validate_scope(scope)
+    type = _choice("type", type, Engram.Type.values)
+    polarity = _choice("polarity", polarity or None, Engram.Polarity.values, nullable=True)
+    visibility = _choice("visibility", visibility, Engram.Visibility.values)
+    tag_list = _str_list("tags", tags)
+    contra = _str_list("contraindications", contraindications)
+    domain = _text("domain", domain, limit=200)
+    trigger_context = _text("trigger_context", trigger_context)
+    source = _text("source", source, limit=100) or "agent"
+    if entities is not None and not isinstance(entities, list):
+        raise InvalidInput("entities", "must be a list")
+    ew = _weight("emotional_weight", emotional_weight)
+    conf = _weight("confidence", confidence)
+    if valid_from and valid_until and valid_until <= valid_from:
+        raise InvalidInput("valid_until", "must be after valid_from")
+    check_text(statement, rationale, trigger_context, domain, *tag_list, *contra)
+
+    now = now or timezone.now()
+    digest = textnorm.content_hash(statement)
+    with transaction.atomic():
+        existing = (
+            Engram.objects.for_owner(owner)
+            .live()
+            .filter(scope=scope, content_hash=digest)
+            .select_for_update()
+            .first()
+        )
+        if existing is not None:
+            Engram.objects.filter(pk=existing.pk).update(
+                derivation_count=F("derivation_count") + 1, updated_at=now
+            )
+            existing.refresh_from_db()
+            event_record(
+                owner=owner,
+                event="recurrence_detected",
+                engram=existing,
+                actor=actor,
+                data={"derivation_count": existing.derivation_count, "source": source},
+                when=now,
+            )
+            activity_mark(owner=owner, scope=scope, when=now)
+            return LearnResult(existing, "recurrence")
+
+        if vector is None:
+            vector = embed_texts([statement])[0]
+        explicit = source in USER_SOURCES or direct_instruction
+        status = (
+            Engram.Status.ACTIVE if explicit or _auto_approve(owner) else Engram.Status.CANDIDATE
+        )
+        engram = Engram(
+            owner=owner,
+            engram_id=IdSequence.next_id(owner=owner, prefix="ENG", when=now),
+            status=status,
+            type=type,
+            scope=scope,
+            visibility=visibility,
+            polarity=polarity,
+            statement=statement,
+            rationale=rationale,
+            tags=tag_list,
+            domain=domain,
+            entities=entities or [],
+            contraindications=contra,
+            source=source,
+            emotional_weight=ew,
+            confidence=conf,
+            trigger_context=trigger_context,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            learned_at=now,
+            rs_anchor_at=now,
+            created_at=now,
+            updated_at=now,
+            content_hash=digest,
+            embedding=vector,
+            embedding_model=_embedding_model(),
+            provenance={"origin": "local", "source": source, "actor": actor},
+        )
+        engram.search_text = search_text_of(engram)
+        from memory.search import nearest
+
+        neighbours = nearest(owner=owner, vector=vector, scope=scope, limit=NEIGHBOURS)
+        engram.save()
+
+        outcome = "created"
+        related: list[dict[str, Any]] = []
+        merge_target: Engram | None = None
+        for other, cosine in neighbours:
+            relation = _relation(engram, other, cosine)
+            if relation is None:
+                continue
+            related.append(
+                {"id": other.engram_id, "cosine": round(cosine, 4), "relation": relation}
+            )
+            if relation == "contradiction":
+                outcome = "contradiction_flagged"
+                ReviewItem.objects.create(
+                    owner=owner,
+                    kind=ReviewItem.Kind.CONTRADICTION,
+                    engram=engram,
+                    other=other,
+                    payload={"cosine": round(cosine, 4)},
+                    reason=f"{engram.engram_id} may contradict {other.engram_id}",
+                )
+                event_record(
+                    owner=owner,
+                    event="contradiction_detected",
+                    engram=engram,
+                    actor=actor,
+                    data={"other": other.engram_id, "cosine": round(cosine, 4)},
+                    when=now,
+                )
+            elif relation == "merge" and merge_target is None:
+                merge_target = other
+                if outcome == "created":
+                    outcome = "merge_proposed"
+                ReviewItem.objects.create(
+                    owner=owner,
+                    kind=ReviewItem.Kind.MERGE,
+                    engram=engram,
+                    other=other,
+                    payload={"cosine": round(cosine, 4)},
+                    reason=f"{engram.engram_id} repeats {other.engram_id}",
+                )
+            if relation in {"semantic", "merge"} and cosine < MERGE_COSINE:
+                strength = coaccess.semantic_association_strength(cosine)
+                for src, dst in ((engram, other), (other, engram)):
+                    Association.objects.update_or_create(
+                        source=src,
+                        target=dst,
+                        type=Association.Type.SEMANTIC,
+                        defaults={"owner": owner, "strength": strength, "updated_at": now},
+                    )
+        if merge_target is not None and engram.status != Engram.Status.CANDIDATE:
+            # A near-duplicate waits as a candidate until the merge proposal is decided.
+            engram.status = Engram.Status.CANDIDATE
+            engram.save(update_fields=["status"])
+        if engram.status == Engram.Status.CANDIDATE and merge_target is None:
+            ReviewItem.objects.create(
+                owner=owner,
+                kind=ReviewItem.Kind.CANDIDATE,
+                engram=engram,
+                reason=f"New lesson from {source}",
+            )
+        event_record(
+            owner=owner,
+            event="engram_created",
+            engram=engram,
+            actor=actor,
+            data={"status": engram.status, "scope": scope, "source": source, "outcome": outcome},
+            when=now,
+        )
+        activity_mark(owner=owner, scope=scope, when=now)
+    return LearnResult(engram, outcome, related)
+
+
+LEARN_FIELDS = {
+    "statement", "scope", "type", "polarity", "rationale", "tags", "domain", "entities",
+    "contraindications", "source", "direct_instruction", "emotional_weight", "confidence",
+    "trigger_context", "visibility", "valid_from", "valid_until",
+}  # fmt: skip
+
+
+def engram_learn_batch(
+    *, owner: Any, items: Sequence[Mapping[str, Any]], actor: str = "agent"
+) -> list[LearnResult | ApiError]:
+    """Learn many items with one embedding batch; each item succeeds or fails on its own."""
+    statements: list[str] = []
+    for item in items:
+        value = item.get("statement")
+        statements.append(value.strip() if isinstance(value, str) and value.strip() else " ")
+    vectors: Any = embed_texts(statements) if items else []
+    results: list[LearnResult | ApiError] = []
+    for item, vector in zip(items, vectors, strict=True):
+        unknown = set(item) - LEARN_FIELDS
+        try:
+            if unknown:
+                raise InvalidInput(sorted(unknown)[0], "unknown field")
+            with transaction.atomic():
+                results.append(engram_learn(owner=owner, actor=actor, vector=vector, **dict(item)))
+        except ApiError as exc:
+            results.append(exc)
+    return results
+
+
+# --- edit, retire, reinforce, consolidate ---------------------------------------------------
+
+EDITABLE = {
+    "statement", "rationale", "tags", "domain", "entities", "contraindications", "type", "scope",
+    "polarity", "visibility", "emotional_weight", "confidence", "trigger_context", "valid_from",
+    "valid_until", "enforcement",
+}  # fmt: skip
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def engram_update(
+    *, owner: Any, engram: Engram, changes: Mapping[str, Any], actor: str = "person"
+) -> Engram:
+    """Edit fields of one engram; re-hash and re-embed when the statement changes."""
+    unknown = set(changes) - EDITABLE
+    if unknown:
+        raise InvalidInput(sorted(unknown)[0], "cannot be edited")
+    clean: dict[str, Any] = {}
+    for name, value in changes.items():
+        if name == "statement":
+            clean[name] = _text(name, value, limit=MAX_STATEMENT_CHARS, required=True)
+        elif name in {"rationale", "trigger_context"}:
+            clean[name] = _text(name, value)
+        elif name == "domain":
+            clean[name] = _text(name, value, limit=200)
+        elif name in {"tags", "contraindications"}:
+            clean[name] = _str_list(name, value)
+        elif name == "entities":
+            if not isinstance(value, list):
+                raise InvalidInput(name, "must be a list")
+            clean[name] = value
+        elif name == "type":
+            clean[name] = _choice(name, value, Engram.Type.values)
+        elif name == "scope":
+            clean[name] = validate_scope(value)
+        elif name == "polarity":
+            clean[name] = _choice(name, value or None, Engram.Polarity.values, nullable=True)
+        elif name == "visibility":
+            clean[name] = _choice(name, value, Engram.Visibility.values)
+        elif name == "enforcement":
+            clean[name] = _choice(name, value, Engram.Enforcement.values)
+        elif name in {"emotional_weight", "confidence"}:
+            clean[name] = _weight(name, value)
+        elif name in {"valid_from", "valid_until"}:
+            if value is not None and not isinstance(value, datetime):
+                raise InvalidInput(name, "must be a date-time")
+            clean[name] = value
+    vf = clean.get("valid_from", engram.valid_from)
+    vu = clean.get("valid_until", engram.valid_until)
+    if vf and vu and vu <= vf:
+        raise InvalidInput("valid_until", "must be after valid_from")
+    check_text(
+        clean.get("statement", ""),
+        clean.get("rationale", ""),
+        clean.get("trigger_context", ""),
+        clean.get("domain", ""),
+        *clean.get("tags", []),
+        *clean.get("contraindications", []),
+    )
+    diff = {
+        name: [_jsonable(getattr(engram, name)), _jsonable(value)]
+        for name, value in clean.items()
+        if getattr(engram, name) != value
+    }
+    if not diff:
+        return engram
+    now = timezone.now()
+    with transaction.atomic():
+        for name, value in clean.items():
+            setattr(engram, name, value)
+        if "statement" in diff:
+            engram.content_hash = textnorm.content_hash(engram.statement)
+            engram.embedding = embed_texts([engram.statement])[0]
+            engram.embedding_model = _embedding_model()
+        engram.search_text = search_text_of(engram)
+        engram.version += 1
+        engram.updated_at = now
+        engram.save()
+        event_record(
+            owner=owner,
+            event="engram_updated",
+            engram=engram,
+            actor=actor,
+            data={"changes": diff, "version": engram.version},
+            when=now,
+        )
+        activity_mark(owner=owner, scope=engram.scope, when=now)
+    return engram
+
+
+def engram_retire(*, owner: Any, engram: Engram, actor: str = "person", reason: str = "") -> bool:
+    """Retire (forget) an engram; it is kept for history and never injected again."""
+    if engram.status == Engram.Status.RETIRED:
+        return False
+    now = timezone.now()
+    with transaction.atomic():
+        previous = engram.status
+        engram.status = Engram.Status.RETIRED
+        engram.retired_at = now
+        engram.updated_at = now
+        engram.save(update_fields=["status", "retired_at", "updated_at"])
+        ReviewItem.objects.filter(engram=engram, state__in=["pending", "deferred"]).update(
+            state=ReviewItem.State.DONE, decision="obsolete", decided_at=now
+        )
+        event_record(
+            owner=owner,
+            event="engram_retired",
+            engram=engram,
+            actor=actor,
+            data={"from": previous, "reason": reason},
+            when=now,
+        )
+    return True
+
+
+def engram_activate(
+    *, owner: Any, engram: Engram, actor: str = "person", event: str = "engram_promoted"
+) -> bool:
+    """Move a candidate or dormant engram to active."""
+    if engram.status == Engram.Status.ACTIVE:
+        return False
+    now = timezone.now()
+    previous = engram.status
+    engram.status = Engram.Status.ACTIVE
+    engram.retired_at = None
+    engram.updated_at = now
+    engram.save(update_fields=["status", "retired_at", "updated_at"])
+    event_record(
+        owner=owner, event=event, engram=engram, actor=actor, data={"from": previous}, when=now
+    )
+    return True
+
+
+def engram_consolidate(*, owner: Any, engram: Engram, actor: str = "person") -> Engram:
+    """Mark a reconsolidation survivor: SS = min(1, 2·SS) (0.3 from 0), consolidated."""
+    now = timezone.now()
+    before = engram.storage_strength
+    engram.storage_strength = activation.storage_strength_after_reconsolidation(before)
+    engram.consolidated = True
+    engram.updated_at = now
+    engram.save(update_fields=["storage_strength", "consolidated", "updated_at"])
+    event_record(
+        owner=owner,
+        event="engram_consolidated",
+        engram=engram,
+        actor=actor,
+        data={"storage_strength": [before, engram.storage_strength]},
+        when=now,
+    )
+    return engram
+
+
+def engram_reinforce(*, owner: Any, engram: Engram, actor: str = "person") -> Engram:
+    """A person's reinforcement: a positive feedback signal that also wakes a dormant engram."""
+    feedback_record(owner=owner, engram=engram, signal="positive", actor=actor, source="person")
+    engram.refresh_from_db()
+    if engram.status == Engram.Status.DORMANT:
+        engram_activate(owner=owner, engram=engram, actor=actor, event="status_changed")
+    return engram
+
+
+# --- feedback and outcomes ----------------------------------------------------------------
+
+
+def feedback_record(
+    *,
+    owner: Any,
+    engram: Engram,
+    signal: str,
+    session: Any = None,
+    actor: str = "agent",
+    source: str = "agent",
+    now: datetime | None = None,
+) -> Engram:
+    """Apply one feedback signal (positive, negative, neutral, or an explicit outcome name)."""
+    if signal not in FEEDBACK_SIGNALS and signal not in OUTCOME_SIGNALS:
+        raise InvalidInput(
+            "signal", f"must be one of {', '.join(FEEDBACK_SIGNALS + OUTCOME_SIGNALS)}"
+        )
+    now = now or timezone.now()
+    with transaction.atomic():
+        engram = Engram.objects.select_for_update().get(pk=engram.pk)
+        if signal in FEEDBACK_SIGNALS:
+            rs_eff = effective_strength(engram, now=now)
+            result = activation.apply_feedback(rs_eff, signal)  # type: ignore[arg-type]
+            if signal == "positive":
+                engram.feedback_positive += 1
+            elif signal == "negative":
+                engram.feedback_negative += 1
+            else:
+                engram.feedback_neutral += 1
+            if result.reanchor:
+                reanchor(engram, result.rs, now=now)
+            if result.storage_strength_delta:
+                engram.storage_strength = activation.storage_strength_after_positive(
+                    engram.storage_strength, step=result.storage_strength_delta
+                )
+            engram.updated_at = now
+            engram.save()
+            event_record(
+                owner=owner,
+                event="feedback_received",
+                engram=engram,
+                actor=actor,
+                data={"signal": signal, "rs": round(engram.retrieval_strength, 6)},
+                when=now,
+            )
+        outcome_name = signal if signal in OUTCOME_SIGNALS else FEEDBACK_TO_OUTCOME.get(signal)
+        if session is not None and outcome_name:
+            explicit = Outcome.Source.PERSON if source == "person" else Outcome.Source.AGENT
+            for injection in Injection.objects.filter(session=session, engram=engram):
+                outcome_record(
+                    owner=owner,
+                    injection=injection,
+                    result=outcome_name,
+                    source=explicit,
+                    evidence=f"explicit {signal} from {actor}",
+                    now=now,
+                )
+            engram.refresh_from_db()
+    return engram
+
+
+_COUNTER: dict[str, str] = {
+    "followed": "followed",
+    "contradicted": "contradicted",
+    "ignored": "ignored",
+    "irrelevant": "irrelevant",
+}
+
+
+def outcome_record(
+    *,
+    owner: Any,
+    injection: Injection,
+    result: str,
+    source: str,
+    evidence: str = "",
+    now: datetime | None = None,
+) -> Outcome | None:
+    """Set the outcome of one injection; an automatic result never overrides an explicit one."""
+    if result not in _COUNTER:
+        raise InvalidInput("result", f"must be one of {', '.join(OUTCOME_SIGNALS)}")
+    now = now or timezone.now()
+    explicit = source in {Outcome.Source.AGENT, Outcome.Source.PERSON}
+    with transaction.atomic():
+        current = Outcome.objects.select_for_update().filter(injection=injection).first()
+        if current is not None:
+            if current.is_explicit and not explicit:
+                return None
+            if current.result == result and current.source == source:
+                return current
+        updates: dict[str, Any] = {_COUNTER[result]: F(_COUNTER[result]) + 1}
+        if current is not None and current.result != result:
+            old = _COUNTER[current.result]
+            updates[old] = F(old) - 1
+        if current is not None and current.result == result:
+            updates.pop(_COUNTER[result])
+        newly_followed = result == Outcome.Result.FOLLOWED and (
+            current is None or current.result != result
+        )
+        if newly_followed:
+            updates["hits"] = F("hits") + 1
+            updates["last_hit_at"] = now
+        elif result in {Outcome.Result.CONTRADICTED, Outcome.Result.IGNORED} and current is None:
+            updates["misses"] = F("misses") + 1
+        Engram.objects.filter(pk=injection.engram_id).update(**updates)
+        if newly_followed:
+            engram = Engram.objects.get(pk=injection.engram_id)
+            engram.storage_strength = activation.storage_strength_after_positive(
+                engram.storage_strength
+            )
+            engram.save(update_fields=["storage_strength"])
+        if current is None:
+            current = Outcome.objects.create(
+                owner=owner,
+                injection=injection,
+                engram_id=injection.engram_id,
+                result=result,
+                source=source,
+                evidence=evidence[:2000],
+                created_at=now,
+            )
+        else:
+            current.result = result
+            current.source = source
+            current.evidence = evidence[:2000]
+            current.created_at = now
+            current.save()
+    return current

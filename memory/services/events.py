@@ -1,0 +1,54 @@
+"""The append-only lifecycle log."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from memory.models import Engram, LifecycleEvent
+
+
+def event_record(
+    *,
+    owner: Any,
+    event: str,
+    engram: Engram | None = None,
+    actor: str = "",
+    data: dict[str, Any] | None = None,
+    when: datetime | None = None,
+) -> LifecycleEvent:
+    """Append one lifecycle event; `data` must be JSON-serialisable."""
+    return LifecycleEvent.objects.create(
+        owner=owner,
+        event=event,
+        engram=engram,
+        engram_ref=engram.engram_id if engram else "",
+        actor=actor,
+        data=data or {},
+        created_at=when or timezone.now(),
+    )
+
+
+def events_record(
+    owner: Any,
+    rows: list[tuple[str, Engram | None, dict[str, Any]]],
+    *,
+    actor: str = "",
+    when: datetime | None = None,
+) -> None:
+    """Append several events in one query."""
+    at = when or timezone.now()
+    LifecycleEvent.objects.bulk_create(
+        LifecycleEvent(
+            owner=owner,
+            event=event,
+            engram=engram,
+            engram_ref=engram.engram_id if engram else "",
+            actor=actor,
+            data=data,
+            created_at=at,
+        )
+        for event, engram, data in rows
+    )
