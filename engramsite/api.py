@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from exchange.api import router as exchange_router
 from memory.api import router as memory_router
 
 api = NinjaAPI(
@@ -20,6 +21,7 @@ api = NinjaAPI(
 )
 
 api.add_router("/v1/", memory_router)
+api.add_router("/v1/exchange/", exchange_router)
 
 
 def error(

@@ -157,6 +157,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "memory.middleware.ApiGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -273,6 +274,9 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 # Periodic jobs (seconds between runs); every one is idempotent.
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "refresh-bands": {"task": "engram.refresh_bands", "schedule": 3600.0},
+    "abstraction-prompts": {"task": "engram.refresh_abstraction_prompts", "schedule": 6 * 3600.0},
+    "exchange-refresh-fitness": {"task": "exchange.refresh_fitness", "schedule": 6 * 3600.0},
+    "exchange-expire-trials": {"task": "exchange.expire_trials", "schedule": 3600.0},
 }
 
 # --- Engram -------------------------------------------------------------------------------
@@ -288,6 +292,12 @@ ENGRAM_DECAY_BASE = env_float("ENGRAM_DECAY_BASE", 0.05)
 ENGRAM_RS_FLOOR = env_float("ENGRAM_RS_FLOOR", 0.05)
 ENGRAM_INJECT_BUDGET_TOKENS = env_int("ENGRAM_INJECT_BUDGET_TOKENS", 2000, minimum=100)
 ENGRAM_RETENTION_DAYS = env_int("ENGRAM_RETENTION_DAYS", 90, minimum=1)
+# Passphrase that encrypts each owner's exchange private key at rest (scrypt + AES-256-GCM).
+# Empty: derived from SECRET_KEY, so rotating SECRET_KEY then locks the identity; set this to
+# keep the exchange identity independent of the Django secret.
+ENGRAM_EXCHANGE_KEY = os.environ.get("ENGRAM_EXCHANGE_KEY", "").strip()
+if not DEBUG and ENGRAM_EXCHANGE_KEY == DEVELOPMENT_SECRET_KEY:
+    raise ImproperlyConfigured("ENGRAM_EXCHANGE_KEY must not be the development secret key.")
 
 LOGGING = {
     "version": 1,

@@ -13,5 +13,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("exchange/", include("exchange.urls", namespace="exchange")),
     path("", include("memory.urls")),
 ]

@@ -9,6 +9,9 @@ from typing import Literal
 MIN_FITNESS = 0.3
 TRIAL_DAYS = 30
 SOURCE_CAP_SHARE = 0.20
+# Engrams one key may place however small the local store is: without it a new installation
+# (0 active engrams, so 20 % of nothing) could never import anything.
+SOURCE_CAP_MIN_ITEMS = 5
 DUPLICATE_COSINE = 0.9
 
 WEIGHT_REACH = 0.4
@@ -65,6 +68,15 @@ def source_cap_allows(items_from_key_after_import: int, active_engrams_after_imp
         items_from_key_after_import * _CAP.denominator
         <= active_engrams_after_import * _CAP.numerator
     )
+
+
+def source_cap_allowance(active_engrams: int, *, minimum: int = SOURCE_CAP_MIN_ITEMS) -> int:
+    """Return how many live engrams one verified key may place: max(minimum, ⌊20 % · active⌋)."""
+    # The share is taken of the owner's active engrams before the import; items are then
+    # accepted in packet order while the key holds fewer than this, the overflow refused.
+    if active_engrams < 0 or minimum < 0:
+        raise ValueError("counts must be non-negative")
+    return max(minimum, active_engrams * _CAP.numerator // _CAP.denominator)
 
 
 def trial_outcome(followed: int, positive: int, contradicted: int, negative: int) -> TrialOutcome:

@@ -393,7 +393,19 @@ def _text(value: Any) -> Any:
 
 
 class _YamlLoader(yaml.SafeLoader):
-    """SafeLoader that leaves dates as strings, so ISO values round-trip unchanged."""
+    """SafeLoader that leaves dates as strings and refuses aliases.
+
+    Aliases are refused because nested ones expand exponentially ("billion laughs"); engram
+    files never need them.
+    """
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in engram files", event.start_mark
+            )
+        return super().compose_node(parent, index)
 
 
 _YamlLoader.yaml_implicit_resolvers = {
@@ -421,7 +433,10 @@ _YamlDumper.add_representer(str, _represent_str)
 
 def _load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
     """Parse YAML into (data, root node); syntax errors carry the parser's line."""
-    loader = _YamlLoader(text)
+    try:
+        loader = _YamlLoader(text)
+    except yaml.YAMLError as exc:  # e.g. a control character the reader refuses
+        raise ImportFormatError(f"invalid YAML: {exc}") from exc
     try:
         node = loader.get_single_node()
         data = None if node is None else loader.construct_document(node)

@@ -427,6 +427,9 @@ class AgentSession(models.Model):
     summary = models.TextField(blank=True, default="")
     last_assistant_message = models.TextField(blank=True, default="")
     attributed_at = models.DateTimeField(null=True, blank=True)
+    # Engrams already counted for co-access in this session: a session that a Stop ended and a
+    # later event reopened must not strengthen the same pairs twice.
+    coaccess_ids = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints: ClassVar = [

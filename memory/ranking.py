@@ -319,13 +319,15 @@ def select(
     seen: set[str] = set()
 
     for cand, score in scored:
+        main_count = len(main[CONSTRAINTS]) + len(main[DIRECTIVES])
+        if main_count >= max_main and len(consider) >= max_consider:
+            break  # every bucket is full; the rest could only be skipped
         if cand.id in seen:
             continue
         if cand.embedding is not None and any(
             _cosine(cand.embedding, vector) >= diversity for vector in picked_vectors
         ):
             continue
-        main_count = len(main[CONSTRAINTS]) + len(main[DIRECTIVES])
         placed = False
         if cand.band in MAIN_BANDS and main_count < max_main:
             tokens = line_tokens(cand.id, cand.statement, cand.escalation)

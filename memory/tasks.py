@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from memory.services import lifecycle, sessions
+from memory.services import lifecycle, review, sessions
 
 
 @shared_task(name="engram.ping")
@@ -23,3 +23,12 @@ def attribute_session(session_pk: int) -> int:
 def refresh_bands() -> dict[str, int]:
     """Periodic: recompute bands and active/dormant status for every owner."""
     return lifecycle.bands_refresh_all()
+
+
+@shared_task(name="engram.refresh_abstraction_prompts")
+def refresh_abstraction_prompts() -> int:
+    """Periodic: prompt for abstract siblings of lessons seen repeatedly; idempotent."""
+    from django.contrib.auth import get_user_model
+
+    owners = get_user_model().objects.filter(engram__isnull=False).distinct()
+    return sum(review.abstraction_prompts_refresh(owner=owner) for owner in owners)

@@ -25,6 +25,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hasher(settings: Any) -> None:
+    """Tests create many users; the production hasher costs ~0.3 s each."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def owner(db: Any) -> Any:
     return get_user_model().objects.create_user(username="alice", password="alice-pass-123")

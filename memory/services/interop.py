@@ -72,7 +72,28 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+# Column limits (memory.models.Engram) and the learn path's statement limit.
+MAX_LENGTHS = {
+    "engram_id": 40,
+    "scope": 200,
+    "domain": 200,
+    "journal_ref": 300,
+    "source": 100,
+    "statement": 4000,
+    "abstract": 40,
+}
+
+
 def _check_record(record: dict[str, Any], index: int) -> None:
+    for name, limit in MAX_LENGTHS.items():
+        value = record.get(name)
+        if isinstance(value, str) and len(value) > limit:
+            raise ImportRejected(
+                f"entry {index}: {name} is longer than {limit} characters.",
+                line=None,
+                field=name,
+                index=index,
+            )
     scope = record.get("scope") or "global"
     if not SCOPE_RE.match(scope):
         raise ImportRejected(

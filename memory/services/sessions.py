@@ -129,9 +129,16 @@ def coaccess_update(*, owner: Any, session: AgentSession, now: datetime | None =
             )
         )
     )
-    if len(ids) < 2:
+    counted = {int(i) for i in session.coaccess_ids or []}
+    if len(ids) < 2 or set(ids) <= counted:
         return 0
-    pairs = coaccess.coaccess_pairs([str(i) for i in ids])
+    pairs = [
+        (a, b)
+        for a, b in coaccess.coaccess_pairs([str(i) for i in ids])
+        if not (int(a) in counted and int(b) in counted)
+    ]
+    AgentSession.objects.filter(pk=session.pk).update(coaccess_ids=ids)
+    session.coaccess_ids = ids
     edges = {
         (a.source_id, a.target_id): a
         for a in Association.objects.filter(

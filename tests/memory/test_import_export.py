@@ -88,8 +88,16 @@ def test_the_commands_import_export_and_write_history(owner: Any, tmp_path: Path
     assert len(interop.parse_plur_yaml(target.read_text())) == 3
 
     month = LifecycleEvent.objects.first().created_at.strftime("%Y-%m")  # type: ignore[union-attr]
-    call_command("engram_history", "--month", month, "--user", "alice", "--dir", str(tmp_path),
-                 stdout=StringIO())
+    call_command(
+        "engram_history",
+        "--month",
+        month,
+        "--user",
+        "alice",
+        "--dir",
+        str(tmp_path),
+        stdout=StringIO(),
+    )
     lines = (tmp_path / f"{month}.jsonl").read_text().splitlines()
     assert len(lines) == 3
     assert json.loads(lines[0])["event"] == "engram_created"
@@ -102,3 +110,11 @@ def test_the_import_command_reports_a_bad_file_clearly(owner: Any, tmp_path: Pat
         call_command("engram_import", str(source), "--user", "alice")
     with pytest.raises(CommandError, match="--month"):
         call_command("engram_history", "--month", "2026-13")
+
+
+def test_an_over_long_field_rejects_the_file_with_its_name(owner: Any) -> None:
+    text = PLUR_YAML.replace("id: ENG-2026-0201-002", "id: ENG-" + "9" * 60, 1)
+    with pytest.raises(ApiError) as info:
+        engrams_import(owner=owner, text=text, fmt="plur-yaml")
+    assert info.value.details == {"line": None, "field": "engram_id", "index": 1}
+    assert not Engram.objects.exists()

@@ -784,3 +784,17 @@ def test_plur_export_round_trips_losslessly(generated: list[dict]) -> None:
 def test_export_refuses_extra_fields_that_shadow_plur_keys() -> None:
     with pytest.raises(ValueError, match="statement"):
         dump_plur_yaml([new_record(statement="a", extra={"statement": "b"})])
+
+
+def test_yaml_aliases_are_refused_before_they_expand() -> None:
+    bomb = (
+        'a: &a ["x","x"]\nb: &b [*a,*a]\nc: &c [*b,*b]\nengrams:\n  - statement: hi\n    tags: *c\n'
+    )
+    with pytest.raises(ImportFormatError, match="aliases") as info:
+        parse_plur_yaml(bomb)
+    assert info.value.line == 2
+
+
+def test_a_control_character_is_a_format_error_not_a_crash() -> None:
+    with pytest.raises(ImportFormatError, match="invalid YAML"):
+        parse_plur_yaml("engrams:\n  - statement: bad \x07 bell\n")

@@ -339,14 +339,26 @@ def test_session_end_builds_co_access_edges_once(owner: Any) -> None:
         (a.pk, b.pk, 0.3),
         (b.pk, a.pk, 0.3),
     }
-    # A repeated Stop hook does not count the session twice.
+    # A repeated Stop hook does not count the session twice, nor does ending it again after a
+    # later event reopened it; a pair that is new to the session does count.
     sessions.session_end(owner=owner, session=session)
+    AgentSession.objects.filter(pk=session.pk).update(ended_at=None)
+    session.refresh_from_db()
+    sessions.session_end(owner=owner, session=session)
+    assert set(edges.values_list("strength", flat=True)) == {0.3}
+    d = make_active(owner, "Lesson D about retries", "project:x")
+    inject_rows(owner, session, [(d, "directive")])
+    AgentSession.objects.filter(pk=session.pk).update(ended_at=None)
+    session.refresh_from_db()
+    sessions.session_end(owner=owner, session=session)
+    assert Association.objects.filter(type="co_accessed").count() == 6
     assert set(edges.values_list("strength", flat=True)) == {0.3}
 
     again = sessions.session_start(owner=owner, session_id="s2", scope="project:x")
     inject_rows(owner, again, [(a, "directive"), (b, "directive")])
     sessions.session_end(owner=owner, session=again)
-    assert {round(s, 6) for s in edges.values_list("strength", flat=True)} == {0.35}
+    pair = edges.filter(source__in=[a, b], target__in=[a, b])
+    assert {round(s, 6) for s in pair.values_list("strength", flat=True)} == {0.35}
 
 
 def test_attribution_marks_followed_contradicted_and_ignored(owner: Any) -> None:

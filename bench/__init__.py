@@ -1,0 +1,1 @@
+"""Benchmarks (retrieval quality and latency); run as scripts, never as tests."""

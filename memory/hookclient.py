@@ -1,0 +1,116 @@
+"""`engram-hook`: a Claude Code command hook that forwards the payload to Engram.
+
+Standard library only, so it starts fast and runs from any Python >= 3.8 on the machine. Reads
+the hook payload from stdin, POSTs it to /api/v1/hooks/claude-code and prints the JSON answer.
+When the server is down, slow or answers with an error, it prints nothing and exits 0 within
+its timeout: the agent is never blocked by its memory.
+
+Environment: ENGRAM_URL (default http://127.0.0.1:8000), ENGRAM_TOKEN, ENGRAM_HOOK_TIMEOUT
+(seconds, default 3), ENGRAM_SCOPE (optional, sent as ?scope=).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import IO
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+DEFAULT_TIMEOUT_SECONDS = 3.0
+HOOK_PATH = "/api/v1/hooks/claude-code"
+MAX_STDIN_BYTES = 4 * 1024 * 1024
+MAX_RESPONSE_BYTES = 1024 * 1024
+
+
+def _timeout(env: dict[str, str]) -> float:
+    try:
+        value = float(env.get("ENGRAM_HOOK_TIMEOUT", "") or DEFAULT_TIMEOUT_SECONDS)
+    except ValueError:
+        return DEFAULT_TIMEOUT_SECONDS
+    return value if 0 < value <= 600 else DEFAULT_TIMEOUT_SECONDS
+
+
+def endpoint(env: dict[str, str]) -> str:
+    base = (env.get("ENGRAM_URL") or DEFAULT_URL).rstrip("/")
+    url = base + HOOK_PATH
+    scope = env.get("ENGRAM_SCOPE", "").strip()
+    if scope:
+        url += "?" + urllib.parse.urlencode({"scope": scope})
+    return url
+
+
+def forward(payload: bytes, env: dict[str, str]) -> str:
+    """The server's answer to print, or "" on any failure or an empty answer."""
+    try:
+        json.loads(payload)
+    except ValueError:
+        return ""
+    headers = {"Content-Type": "application/json", "User-Agent": "engram-hook/1"}
+    token = env.get("ENGRAM_TOKEN", "").strip()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(endpoint(env), data=payload, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=_timeout(env)) as response:
+            if response.status != 200:
+                return ""
+            body = response.read(MAX_RESPONSE_BYTES + 1)
+    except (OSError, ValueError):  # URLError, HTTPError, timeouts, bad URLs
+        return ""
+    if len(body) > MAX_RESPONSE_BYTES:
+        return ""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return ""
+    if not isinstance(answer, dict) or not answer:
+        return ""
+    return json.dumps(answer, ensure_ascii=False)
+
+
+def main(
+    stdin: IO[bytes] | None = None,
+    stdout: IO[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> int:
+    """Console-script entry point; always returns 0."""
+    environ = dict(os.environ) if env is None else env
+    _deadline(_timeout(environ) + 0.5)
+    try:
+        source = stdin if stdin is not None else sys.stdin.buffer
+        payload = source.read(MAX_STDIN_BYTES)
+        answer = forward(payload, environ)
+        if answer:
+            out = stdout if stdout is not None else sys.stdout
+            out.write(answer + "\n")
+            out.flush()
+    except BaseException:  # never let the memory hook block or fail the agent
+        return 0
+    finally:
+        _deadline(0)
+    return 0
+
+
+def _expired(signum: int, frame: object) -> None:
+    raise TimeoutError
+
+
+def _deadline(seconds: float) -> None:
+    """Bound the whole run, not each socket operation (0 cancels); Unix main thread only."""
+    if not hasattr(signal, "setitimer"):
+        return
+    try:
+        if seconds > 0:
+            signal.signal(signal.SIGALRM, _expired)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    except ValueError:  # not the main thread
+        return
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,316 @@
+"""Claude Code hooks: one payload in, the documented hook output out (or `{}`).
+
+Context reaches the model only through `hookSpecificOutput.additionalContext` with its
+`hookEventName`, so that is the only shape returned; nothing else goes at the top level.
+- SessionStart: start (or resume) the session and inject for what it is about.
+- UserPromptSubmit: inject for the prompt.
+- PreToolUse: escalated reminders whose trigger matches the tool input; never a decision.
+- PostToolUse / PostToolUseFailure: store the observation and return at once (no embedding
+  here; observations wait with `processed_at` unset for the periodic consolidation job).
+- Stop / SessionEnd: end the session, which queues outcome attribution after commit.
+A later event of a session that a Stop ended reopens it, so the next Stop attributes again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memory import attribution, ranking
+from memory.access import ScopeForbidden, require_scope
+from memory.models import AgentSession, ApiToken, Engram, Injection
+from memory.services import retrieval
+from memory.services.engrams import validate_scope
+from memory.services.sessions import observation_record, session_end, session_start
+
+AGENT = "claude-code"
+GLOBAL_SCOPE = "global"
+# Claude Code shows context above ~10,000 characters only as a short preview.
+MAX_CONTEXT_CHARS = 9500
+MAX_REMINDERS = 3
+# Reminder-level engrams are few by design (escalation is the last rung); read at most this many.
+MAX_REMINDER_CANDIDATES = 200
+REMINDER_HEADER = "Reminders from memory for this tool call:\n"
+# What a SessionStart injects for when the session has no task and no earlier prompt: the
+# project's name, which matches the lessons that mention it (generic words would match noise).
+PRIMER = "{name}"
+_UNSAFE_SCOPE_CHARS = re.compile(r"[^\w.\-]+")
+
+
+@dataclass
+class HookCall:
+    token: ApiToken
+    payload: dict[str, Any]
+    scope: str
+    now: datetime
+
+    @property
+    def owner(self) -> Any:
+        return self.token.owner
+
+    @property
+    def event(self) -> str:
+        return str(self.payload.get("hook_event_name") or "")
+
+    @property
+    def session_id(self) -> str | None:
+        value = self.payload.get("session_id")
+        return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def project_scope(cwd: Any) -> str:
+    """`project:<basename of cwd>` (characters outside [\\w.-] become "-"), or global."""
+    if not isinstance(cwd, str) or not cwd.strip():
+        return GLOBAL_SCOPE
+    name = re.split(r"[\\/]+", cwd.strip().rstrip("/\\"))[-1]
+    name = _UNSAFE_SCOPE_CHARS.sub("-", name).strip("-.")[:180]
+    return f"project:{name}" if name else GLOBAL_SCOPE
+
+
+def hook_scope(token: ApiToken, cwd: Any, requested: str | None = None) -> str:
+    """The scope of a hook call: `?scope=` if given, else from cwd, else the token's own scope."""
+    if requested:
+        scope = validate_scope(requested)
+        require_scope(token, scope)
+        return scope
+    scope = project_scope(cwd)
+    if token.allows_scope(scope):
+        return scope
+    # A token limited to fixed scopes writes into the first one it names.
+    for pattern in token.scopes or []:
+        if "*" not in pattern:
+            return pattern
+    raise ScopeForbidden(scope)
+
+
+def _context(event: str, text: str) -> dict[str, Any]:
+    text = text.strip()
+    if not text:
+        return {}
+    if len(text) > MAX_CONTEXT_CHARS:
+        cut = text.rfind("\n", 0, MAX_CONTEXT_CHARS)
+        text = text[: cut if cut > 0 else MAX_CONTEXT_CHARS]
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def _session(call: HookCall, *, create: bool = True, reopen: bool = True) -> AgentSession | None:
+    """The AgentSession for the hook's session_id: started on first sight, reopened after Stop."""
+    sid = call.session_id
+    if sid is None:
+        return None
+    session = AgentSession.objects.filter(owner=call.owner, session_id=sid).first()
+    if session is None:
+        if not create:
+            return None
+        cwd = call.payload.get("cwd")
+        return session_start(
+            owner=call.owner,
+            session_id=sid,
+            scope=call.scope,
+            agent=AGENT,
+            cwd=cwd[:500] if isinstance(cwd, str) else "",
+            now=call.now,
+        )
+    if not call.token.allows_scope(session.scope):
+        return None
+    if reopen and session.ended_at is not None:
+        AgentSession.objects.filter(pk=session.pk, ended_at__isnull=False).update(
+            ended_at=None, attributed_at=None
+        )
+        session.ended_at = None
+        session.attributed_at = None
+    return session
+
+
+def _inject(call: HookCall, prompt: str, session: AgentSession | None) -> str:
+    result = retrieval.inject(
+        owner=call.owner,
+        prompt=prompt,
+        scope=session.scope if session else call.scope,
+        session=session,
+        now=call.now,
+        token_scopes=call.token.scopes,
+    )
+    return result.rendered
+
+
+def on_session_start(call: HookCall) -> dict[str, Any]:
+    session = _session(call)
+    prompt = ""
+    if session is not None:
+        # After a resume or compaction, the last prompt says best what the session is about.
+        prompt = session.task or (
+            Injection.objects.filter(session=session)
+            .exclude(query="")
+            .order_by("-created_at")
+            .values_list("query", flat=True)
+            .first()
+            or ""
+        )
+    scope = session.scope if session else call.scope
+    if not prompt and ":" in scope:
+        prompt = PRIMER.format(name=scope.split(":", 1)[1])
+    if not prompt:
+        return {}
+    return _context(call.event, _inject(call, prompt, session))
+
+
+def on_user_prompt(call: HookCall) -> dict[str, Any]:
+    prompt = call.payload.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return {}
+    session = _session(call)
+    return _context(call.event, _inject(call, prompt, session))
+
+
+def _tool_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _has_term(term: str, haystack: str) -> bool:
+    """`term` occurs in `haystack` (lowercased) as a whole token: "gh" is not in "github"."""
+    return re.search(r"(?<![\w-])" + re.escape(term) + r"(?![\w-])", haystack) is not None
+
+
+def trigger_matches(*, trigger_context: str, statement: str, tool_input: str) -> bool:
+    """Whether an engram's trigger fires for a tool input.
+
+    A trigger_context lists alternatives (separated by commas, "|" or new lines), each a set
+    of words that must all appear as whole tokens: "gh --repo, git push --force". Without
+    one, the statement's key terms (memory.attribution.key_terms) must appear, at least
+    attribution.MATCH_SHARE of them.
+    """
+    haystack = tool_input.lower()
+    if trigger_context.strip():
+        for alternative in re.split(r"[,|\n]+", trigger_context.lower()):
+            words = alternative.split()
+            if words and all(_has_term(word, haystack) for word in words):
+                return True
+        return False
+    terms = attribution.key_terms(statement)
+    if not terms:
+        return False
+    hits = sum(1 for term in terms if _has_term(term, haystack))
+    return hits >= 1 and hits / len(terms) >= attribution.MATCH_SHARE
+
+
+def reminders_for(
+    *, token: ApiToken, scope: str, tool_input: str, limit: int = MAX_REMINDERS
+) -> list[Engram]:
+    """Active reminder-level engrams of `scope` and global whose trigger fires for the input."""
+    scopes = [s for s in dict.fromkeys([scope, GLOBAL_SCOPE]) if token.allows_scope(s)]
+    candidates = (
+        Engram.objects.visible_to(token.owner, token.scopes)
+        .filter(
+            status=Engram.Status.ACTIVE,
+            enforcement=Engram.Enforcement.REMINDER,
+            scope__in=scopes,
+        )
+        .valid_at(timezone.now())
+        .only("id", "engram_id", "statement", "trigger_context", "emotional_weight")
+        .order_by("-emotional_weight", "engram_id")
+    )
+    hits: list[Engram] = []
+    for engram in candidates[:MAX_REMINDER_CANDIDATES]:
+        if trigger_matches(
+            trigger_context=engram.trigger_context,
+            statement=engram.statement,
+            tool_input=tool_input,
+        ):
+            hits.append(engram)
+            if len(hits) >= limit:
+                break
+    return hits
+
+
+def on_pre_tool_use(call: HookCall) -> dict[str, Any]:
+    session = _session(call)
+    scope = session.scope if session else call.scope
+    text = _tool_text(call.payload.get("tool_input"))
+    if not text:
+        return {}
+    hits = reminders_for(token=call.token, scope=scope, tool_input=text)
+    if not hits:
+        return {}
+    lines = [
+        ranking.render_line(e.engram_id, ranking.clip_statement(e.statement), "reminder")
+        for e in hits
+    ]
+    return _context(call.event, REMINDER_HEADER + "\n".join(lines))
+
+
+def on_post_tool_use(call: HookCall) -> dict[str, Any]:
+    tool = call.payload.get("tool_name")
+    if not isinstance(tool, str) or not tool.strip():
+        return {}
+    failed = call.event == "PostToolUseFailure"
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # Observations are telemetry: not waiting for the WAL flush takes the disk's fsync
+            # off the agent's path. A database crash can lose the last fraction of a second.
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        session = _session(call)
+        observation_record(
+            owner=call.owner,
+            tool=tool[:100],
+            tool_input=call.payload.get("tool_input"),
+            tool_output=call.payload.get("error") if failed else call.payload.get("tool_response"),
+            success=not failed,
+            session=session,
+            now=call.now,
+        )
+    return {}
+
+
+def on_stop(call: HookCall) -> dict[str, Any]:
+    session = _session(call, create=False, reopen=False)
+    if session is not None:
+        message = call.payload.get("last_assistant_message")
+        session_end(
+            owner=call.owner,
+            session=session,
+            last_assistant_message=message if isinstance(message, str) else "",
+            now=call.now,
+        )
+    return {}
+
+
+HANDLERS: dict[str, Callable[[HookCall], dict[str, Any]]] = {
+    "SessionStart": on_session_start,
+    "UserPromptSubmit": on_user_prompt,
+    "PreToolUse": on_pre_tool_use,
+    "PostToolUse": on_post_tool_use,
+    "PostToolUseFailure": on_post_tool_use,
+    "Stop": on_stop,
+    "SessionEnd": on_stop,
+}
+
+
+def hook_handle(
+    *,
+    token: ApiToken,
+    payload: dict[str, Any],
+    scope: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Handle one Claude Code hook payload; `{}` for events Engram has nothing to say to."""
+    handler = HANDLERS.get(str(payload.get("hook_event_name") or ""))
+    if handler is None:
+        return {}
+    call = HookCall(
+        token=token,
+        payload=payload,
+        scope=hook_scope(token, payload.get("cwd"), scope),
+        now=now or timezone.now(),
+    )
+    return handler(call)

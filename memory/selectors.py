@@ -1,0 +1,675 @@
+"""Dashboard reads: keyset pages, quadrants, overview figures, strength history.
+
+Every function is owner-scoped and runs a fixed number of queries whatever the store size (the
+view tests pin them). Lists are keyset-paginated on (sort value, pk), so page 400 costs what
+page 1 does; cursors are opaque url-safe strings and a tampered one just restarts the list.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import cached_property
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from memory import activation, charts, coaccess, effectiveness
+from memory.effectiveness import Classification, EngramCounts
+from memory.models import (
+    ActivityDay,
+    AgentSession,
+    Association,
+    Engram,
+    Episode,
+    Injection,
+    LifecycleEvent,
+    Observation,
+    Outcome,
+)
+from memory.services.activity import decay_base_for, effective_strengths
+
+PAGE_SIZE = 25
+SEARCH_LIMIT = 100  # recall's maximum: search results are ranked, not keyset-paginated
+SERIES_PAST_POINTS = 80
+SERIES_FUTURE_DAYS = 90
+SERIES_FUTURE_POINTS = 30
+# Engrams that can be surfaced take part in the quadrant median; candidates (never injected) and
+# retired engrams would only drag it towards zero.
+CLASSIFIED_STATUSES = (Engram.Status.ACTIVE, Engram.Status.DORMANT)
+QUADRANTS: tuple[tuple[str, str, str], ...] = (
+    ("working", "Working", "Often surfaced and followed. Keep them current."),
+    ("leech", "Leech", "Often surfaced but rarely followed: rewrite or escalate."),
+    ("hidden_gem", "Hidden Gem", "Followed when surfaced, but rarely surfaced: broaden them."),
+    ("noise", "Noise", "Rarely surfaced and rarely followed: candidates to retire."),
+    ("insufficient", "Insufficient data", "Fewer than 5 outcomes so far."),
+)
+QUADRANT_NAMES = {key: name for key, name, _ in QUADRANTS}
+BANDS = ("active", "fading", "dormant", "retire")
+
+
+# --- cursors and pages ----------------------------------------------------------------------
+
+
+def cursor_encode(values: Sequence[Any]) -> str:
+    raw = json.dumps([v.isoformat() if isinstance(v, datetime) else v for v in values])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def cursor_decode(raw: str | None, size: int) -> list[Any] | None:
+    """The cursor's values, or None when it is missing or malformed (the list restarts)."""
+    if not raw or len(raw) > 400:
+        return None
+    try:
+        values = json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(values, list) or len(values) != size:
+        return None
+    return values
+
+
+def _as_datetime(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if timezone.is_aware(parsed) else None
+
+
+@dataclass
+class Page[T]:
+    rows: list[T]
+    next_cursor: str | None = None
+    total: int | None = None
+    page: int = 1  # ranked (search) results use numbered pages instead of a cursor
+    has_next_page: bool = False
+
+
+def _cursor_mark(cursor: str | None, kind: str) -> tuple[Any, int] | None:
+    """(sort value, pk) of a keyset cursor, or None when missing or malformed."""
+    values = cursor_decode(cursor, 2)
+    if values is None:
+        return None
+    value, pk = values
+    if kind == "datetime":
+        value = _as_datetime(value)
+    elif not isinstance(value, int if kind == "int" else str):
+        value = None
+    if value is None or not isinstance(pk, int) or isinstance(pk, bool):
+        return None
+    return value, pk
+
+
+def _keyset(
+    qs: QuerySet[Any],
+    *,
+    field_name: str,
+    descending: bool,
+    cursor: str | None,
+    kind: str,
+    limit: int = PAGE_SIZE,
+) -> tuple[list[Any], str | None]:
+    """One page of `qs` ordered by (field, pk) and the cursor of the next page."""
+    mark = _cursor_mark(cursor, kind)
+    if mark is not None:
+        value, pk = mark
+        op = "lt" if descending else "gt"
+        qs = qs.filter(
+            Q(**{f"{field_name}__{op}": value}) | Q(**{field_name: value, f"pk__{op}": pk})
+        )
+    prefix = "-" if descending else ""
+    rows = list(qs.order_by(f"{prefix}{field_name}", f"{prefix}pk")[: limit + 1])
+    next_cursor = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        last = rows[-1]
+        next_cursor = cursor_encode([getattr(last, field_name), last.pk])
+    return rows, next_cursor
+
+
+# --- quadrants ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Classified:
+    """The owner's quadrant classification (effectiveness.classify over CLASSIFIED_STATUSES)."""
+
+    by_pk: dict[int, Classification]
+    engram_ids: dict[int, str]
+    surfaced: dict[int, int]
+    median: float | None
+
+    # Derived views are computed once per classification (which is itself cached per store).
+
+    @cached_property
+    def ranked(self) -> dict[str, list[int]]:
+        """Pks per quadrant, most surfaced first (ties by pk)."""
+        groups: dict[str, list[int]] = {key: [] for key, _, _ in QUADRANTS}
+        for pk, c in self.by_pk.items():
+            groups[c.quadrant].append(pk)
+        for pks in groups.values():
+            pks.sort(key=lambda pk: (-self.surfaced[pk], pk))
+        return groups
+
+    def pks_in(self, quadrant: str) -> list[int]:
+        return self.ranked.get(quadrant, [])
+
+    def counts(self) -> dict[str, int]:
+        return {key: len(pks) for key, pks in self.ranked.items()}
+
+    @cached_property
+    def flagged(self) -> int:
+        return sum(1 for c in self.by_pk.values() if c.flagged)
+
+    @cached_property
+    def plot(self) -> charts.Scatter:
+        """The surfaced-against-effectiveness scatter of the classified engrams."""
+        points = [
+            charts.ScatterPoint(
+                key=self.engram_ids[pk], x=self.surfaced[pk], y=c.effectiveness, quadrant=c.quadrant
+            )
+            for pk, c in self.by_pk.items()
+            if c.quadrant != "insufficient" and c.effectiveness is not None
+        ]
+        return charts.scatter(points, split_x=self.median)
+
+    @property
+    def plotted(self) -> int:
+        return len(self.by_pk) - len(self.ranked["insufficient"])
+
+
+def _fingerprint(owner: Any) -> tuple[Any, ...]:
+    """A cheap summary of every input of the classification (one aggregate query).
+
+    Counts and pk-weighted counter sums change with any membership or counter change, and the
+    latest created/updated times tell apart stores that reuse primary keys (SQLite after a
+    rollback); two opposite changes cancelling in every sum at once is not a practical case.
+    """
+    return tuple(
+        Engram.objects.for_owner(owner)
+        .filter(status__in=CLASSIFIED_STATUSES)
+        .aggregate(
+            n=Count("pk"),
+            pks=Sum("pk"),
+            created=Max("created_at"),
+            updated=Max("updated_at"),
+            surfaced=Sum(F("pk") * F("surfaced")),
+            followed=Sum(F("pk") * F("followed")),
+            others=Sum(F("pk") * (F("contradicted") + 3 * F("ignored") + 7 * F("irrelevant"))),
+        )
+        .values()
+    )
+
+
+# owner pk -> (fingerprint, classification); a few owners per process at most.
+_classified_cache: dict[int, tuple[tuple[Any, ...], Classified]] = {}
+_CACHE_OWNERS = 32
+
+
+def classified(owner: Any) -> Classified:
+    """Every surfaceable engram of the owner in its quadrant.
+
+    Classifying 10,000 engrams costs ~50 ms of Python, so the result is kept per process and
+    reused while the store's fingerprint is unchanged: 1 query when nothing changed, 2 when it
+    did.
+    """
+    fingerprint = _fingerprint(owner)
+    cached = _classified_cache.get(owner.pk)
+    if cached is not None and cached[0] == fingerprint:
+        return cached[1]
+    rows = list(
+        Engram.objects.for_owner(owner)
+        .filter(status__in=CLASSIFIED_STATUSES)
+        .values_list(
+            "pk", "engram_id", "surfaced", "followed", "contradicted", "ignored", "irrelevant"
+        )
+    )
+    counts = [EngramCounts(str(r[0]), r[2], r[3], r[4], r[5], r[6]) for r in rows]
+    result = effectiveness.classify(counts)
+    value = Classified(
+        by_pk={int(key): value for key, value in result.items()},
+        engram_ids={r[0]: r[1] for r in rows},
+        surfaced={r[0]: r[2] for r in rows},
+        median=effectiveness.median([c.surfaced for c in counts]) if counts else None,
+    )
+    if len(_classified_cache) >= _CACHE_OWNERS:
+        _classified_cache.pop(next(iter(_classified_cache)))
+    _classified_cache[owner.pk] = (fingerprint, value)
+    return value
+
+
+# --- engram list ----------------------------------------------------------------------------
+
+# sort key -> (field, descending, cursor value kind, label)
+SORTS: dict[str, tuple[str, bool, str, str]] = {
+    "updated": ("updated_at", True, "datetime", "Recently changed"),
+    "created": ("created_at", True, "datetime", "Newest"),
+    "oldest": ("created_at", False, "datetime", "Oldest"),
+    "surfaced": ("surfaced", True, "int", "Most surfaced"),
+    "followed": ("followed", True, "int", "Most followed"),
+    "id": ("engram_id", False, "str", "Id"),
+}
+
+
+@dataclass(frozen=True)
+class EngramQuery:
+    q: str = ""
+    status: str = ""
+    type: str = ""
+    scope: str = ""
+    band: str = ""
+    quadrant: str = ""
+    tag: str = ""
+    sort: str = "updated"
+
+    @property
+    def filtered(self) -> bool:
+        return any((self.q, self.status, self.type, self.scope, self.band, self.quadrant, self.tag))
+
+
+@dataclass
+class EngramRow:
+    engram: Engram
+    rs_eff: float
+    score: float | None = None
+
+    @property
+    def band(self) -> str:
+        return activation.band(self.rs_eff)
+
+
+def _tag_filter(tag: str) -> Q:
+    if connection.features.supports_json_field_contains:
+        return Q(tags__contains=[tag])
+    # SQLite stores the list as JSON text: match the quoted element.
+    return Q(tags__icontains=json.dumps(tag))
+
+
+def _engram_filters(owner: Any, query: EngramQuery) -> QuerySet[Engram]:
+    qs = Engram.objects.for_owner(owner).defer("embedding", "search_text", "extra")
+    if query.status:
+        qs = qs.filter(status=query.status)
+    if query.type:
+        qs = qs.filter(type=query.type)
+    if query.scope:
+        qs = qs.filter(scope=query.scope)
+    if query.band:
+        qs = qs.filter(band=query.band)
+    if query.tag:
+        qs = qs.filter(_tag_filter(query.tag))
+    return qs
+
+
+def _keyset_within(
+    qs: QuerySet[Engram],
+    allowed: set[int],
+    *,
+    field_name: str,
+    descending: bool,
+    cursor: str | None,
+    kind: str,
+    limit: int = PAGE_SIZE,
+) -> tuple[list[Engram], str | None, int]:
+    """A keyset page of `qs` restricted to the pks in `allowed` (a quadrant), and the total.
+
+    A quadrant is thousands of pks known in Python; matching them here instead of in a SQL
+    `IN (...)` list keeps both queries small: one (sort value, pk) read, one page read.
+    """
+    pairs = [(v, pk) for v, pk in qs.values_list(field_name, "pk").order_by() if pk in allowed]
+    pairs.sort(reverse=descending)
+    total = len(pairs)
+    mark = _cursor_mark(cursor, kind)
+    if mark is not None:
+        pairs = [p for p in pairs if (p < mark if descending else p > mark)]
+    chosen = pairs[: limit + 1]
+    next_cursor = cursor_encode(list(chosen[limit - 1])) if len(chosen) > limit else None
+    by_pk = qs.in_bulk([pk for _, pk in chosen[:limit]])
+    return [by_pk[pk] for _, pk in chosen[:limit] if pk in by_pk], next_cursor, total
+
+
+def engram_page(
+    *, owner: Any, query: EngramQuery, cursor: str | None = None, page: int = 1
+) -> Page[EngramRow]:
+    """Engrams matching the filters; a text query ranks them with read-only recall."""
+    qs = _engram_filters(owner, query)
+    now = timezone.now()
+    if query.q:
+        return _search_page(owner=owner, query=query, qs=qs, page=page, now=now)
+    field_name, descending, kind, _ = SORTS.get(query.sort, SORTS["updated"])
+    if query.quadrant:
+        rows, next_cursor, total = _keyset_within(
+            qs,
+            set(classified(owner).pks_in(query.quadrant)),
+            field_name=field_name,
+            descending=descending,
+            cursor=cursor,
+            kind=kind,
+        )
+    else:
+        total = qs.count()
+        rows, next_cursor = _keyset(
+            qs, field_name=field_name, descending=descending, cursor=cursor, kind=kind
+        )
+    strengths = effective_strengths(rows, now=now) if rows else {}
+    return Page(
+        rows=[EngramRow(e, strengths[e.pk]) for e in rows],
+        next_cursor=next_cursor,
+        total=total,
+    )
+
+
+def _search_page(
+    *, owner: Any, query: EngramQuery, qs: QuerySet[Engram], page: int, now: datetime
+) -> Page[EngramRow]:
+    from memory.services.retrieval import RECALL_STATUSES, recall
+
+    statuses = [query.status] if query.status else list(RECALL_STATUSES)
+    page = max(1, min(page, SEARCH_LIMIT // PAGE_SIZE))
+    start = (page - 1) * PAGE_SIZE
+    narrowed = bool(query.type or query.band or query.tag or query.quadrant)
+    # Recall's pools grow with the limit (3x lexical, 2x dense), so ask for this page and one
+    # more row; filters recall cannot apply itself are applied to the largest pool instead.
+    limit = SEARCH_LIMIT if narrowed else min(SEARCH_LIMIT, start + PAGE_SIZE + 1)
+    hits = recall(
+        owner=owner,
+        query=query.q,
+        scopes=[query.scope] if query.scope else None,
+        limit=limit,
+        statuses=statuses,
+        now=now,
+    )
+    if narrowed and hits:
+        keep = set(qs.filter(pk__in=[h.engram.pk for h in hits]).values_list("pk", flat=True))
+        if query.quadrant:
+            keep &= set(classified(owner).pks_in(query.quadrant))
+        hits = [h for h in hits if h.engram.pk in keep]
+    chosen = hits[start : start + PAGE_SIZE]
+    has_next = len(hits) > start + PAGE_SIZE
+    return Page(
+        rows=[EngramRow(h.engram, h.rs_eff, h.score) for h in chosen],
+        total=None if has_next and not narrowed else len(hits),
+        page=page,
+        has_next_page=has_next,
+    )
+
+
+def engram_scopes(owner: Any, limit: int = 200) -> list[str]:
+    """Distinct scopes of the owner's engrams, for the filter menu."""
+    return list(
+        Engram.objects.for_owner(owner)
+        .order_by("scope")
+        .values_list("scope", flat=True)
+        .distinct()[:limit]
+    )
+
+
+# --- engram detail --------------------------------------------------------------------------
+
+
+@dataclass
+class AssociationRow:
+    other: Engram
+    type: str
+    strength: float
+    direction: str  # "out" or "in"
+
+
+def associations_of(engram: Engram, *, now: datetime, limit: int = 20) -> list[AssociationRow]:
+    """Links from and to an engram, co-access strengths decayed to `now`; strongest first."""
+    rows: list[AssociationRow] = []
+    outgoing = Association.objects.filter(source=engram).select_related("target")
+    incoming = Association.objects.filter(target=engram).select_related("source")
+    for assoc in outgoing.order_by("-strength")[:limit]:
+        rows.append(AssociationRow(assoc.target, assoc.type, _strength(assoc, now), "out"))
+    seen = {(r.other.pk, r.type) for r in rows}
+    for assoc in incoming.order_by("-strength")[:limit]:
+        if (assoc.source_id, assoc.type) not in seen:
+            rows.append(AssociationRow(assoc.source, assoc.type, _strength(assoc, now), "in"))
+    rows.sort(key=lambda r: -r.strength)
+    return rows[:limit]
+
+
+def _strength(assoc: Association, now: datetime) -> float:
+    if assoc.type != Association.Type.CO_ACCESSED:
+        return assoc.strength
+    days = max(0.0, (now - assoc.updated_at).total_seconds() / 86400)
+    return coaccess.decayed_coaccess_strength(assoc.strength, days)
+
+
+def injections_of(engram: Engram, limit: int = 15) -> list[Injection]:
+    """The engram's latest surfacings with their session and outcome; one query."""
+    return list(
+        Injection.objects.filter(engram=engram)
+        .select_related("session", "outcome")
+        .order_by("-created_at", "-pk")[:limit]
+    )
+
+
+def events_page(
+    owner: Any, *, engram: Engram | None = None, cursor: str | None = None, event: str = ""
+) -> Page[LifecycleEvent]:
+    """Lifecycle events newest first, for one engram or the whole store."""
+    qs = LifecycleEvent.objects.filter(owner=owner)
+    if engram is not None:
+        qs = qs.filter(engram=engram)
+    if event:
+        qs = qs.filter(event=event)
+    rows, next_cursor = _keyset(
+        qs, field_name="created_at", descending=True, cursor=cursor, kind="datetime"
+    )
+    return Page(rows=rows, next_cursor=next_cursor)
+
+
+def _local(when: datetime) -> datetime:
+    return timezone.localtime(when) if timezone.is_aware(when) else when
+
+
+def strength_series(
+    engram: Engram, *, now: datetime
+) -> tuple[list[tuple[datetime, float]], list[tuple[datetime, float]]]:
+    """RS_eff over time: the past from the stored anchors, the future from the formula.
+
+    Anchors are the learning time (at the default RS, unless nothing moved it since), every
+    event that recorded a new RS (feedback), and the current stored anchor. Between anchors the
+    value decays over the scope's active days; the future assumes the scope is active every day
+    (the fastest decay) and no feedback. Storage strength is taken as it is today. 2 queries.
+    """
+    rs_events = [
+        (e.created_at, float(e.data["rs"]))
+        for e in LifecycleEvent.objects.filter(engram=engram, data__has_key="rs")
+        .only("created_at", "data")
+        .order_by("created_at")
+        if isinstance(e.data.get("rs"), int | float)
+    ]
+    start = engram.learned_at
+    initial = float(Engram._meta.get_field("retrieval_strength").get_default())
+    anchors: list[tuple[datetime, float]] = []
+    if rs_events or engram.rs_anchor_at > start + timedelta(seconds=1):
+        anchors.append((start, initial))
+    anchors.extend(rs_events)
+    if not anchors or engram.rs_anchor_at > anchors[-1][0]:
+        anchors.append((engram.rs_anchor_at, engram.retrieval_strength))
+    anchors = [a for a in anchors if a[0] <= now] or [(start, engram.retrieval_strength)]
+    days = list(
+        ActivityDay.objects.filter(
+            owner_id=engram.owner_id,
+            scope=engram.scope,
+            day__gt=_local(anchors[0][0]).date(),
+        ).values_list("day", flat=True)
+    )
+    base = decay_base_for(engram.owner_id)
+
+    def value(anchor: tuple[datetime, float], when: datetime, extra_days: float = 0.0) -> float:
+        active = activation.count_active_days(days, _local(anchor[0]), _local(when))
+        return activation.effective_rs(
+            anchor[1],
+            active + extra_days,
+            engram.emotional_weight,
+            engram.storage_strength,
+            floor=settings.ENGRAM_RS_FLOOR,
+            base=base,
+        )
+
+    span = max((now - start).total_seconds(), 1.0)
+    times = sorted(
+        {
+            start + timedelta(seconds=span * i / SERIES_PAST_POINTS)
+            for i in range(SERIES_PAST_POINTS + 1)
+        }
+    )
+    past: list[tuple[datetime, float]] = []
+    index = 0
+    for when in times:
+        while index + 1 < len(anchors) and anchors[index + 1][0] <= when:
+            # The step at an anchor: the decayed value just before, then the new stored value.
+            nxt = anchors[index + 1]
+            past.append((nxt[0], value(anchors[index], nxt[0])))
+            past.append(nxt)
+            index += 1
+        past.append((when, value(anchors[index], when)))
+    past.sort(key=lambda p: p[0])
+    current = anchors[index]
+    today_active = activation.count_active_days(days, _local(current[0]), _local(now))
+    future = []
+    for i in range(SERIES_FUTURE_POINTS + 1):
+        ahead = SERIES_FUTURE_DAYS * i / SERIES_FUTURE_POINTS
+        rs = activation.effective_rs(
+            current[1],
+            today_active + math.floor(ahead),
+            engram.emotional_weight,
+            engram.storage_strength,
+            floor=settings.ENGRAM_RS_FLOOR,
+            base=base,
+        )
+        future.append((now + timedelta(days=ahead), rs))
+    return past, future
+
+
+# --- overview -------------------------------------------------------------------------------
+
+
+def recent_sessions(owner: Any, *, since: datetime | None = None, limit: int = 10) -> list[Any]:
+    qs = _sessions(owner)
+    if since is not None:
+        qs = qs.filter(started_at__gte=since)
+    return list(qs.order_by("-started_at", "-pk")[:limit])
+
+
+def _count(model: Any, group: str, **where: Any) -> Any:
+    """COUNT(*) of `model` rows per outer session, as a correlated subquery (0 when none)."""
+    inner = (
+        model.objects.filter(**{group: OuterRef("pk")}, **where)
+        .order_by()
+        .values(group)
+        .annotate(n=Count("*"))
+        .values("n")
+    )
+    return Coalesce(Subquery(inner), 0)
+
+
+def _sessions(owner: Any) -> QuerySet[AgentSession]:
+    """Sessions with their injection, outcome and observation counts as subqueries (no fan-out)."""
+    return AgentSession.objects.filter(owner=owner).annotate(
+        injection_count=_count(Injection, "session"),
+        followed_count=_count(Outcome, "injection__session", result=Outcome.Result.FOLLOWED),
+        outcome_count=_count(Outcome, "injection__session"),
+        observation_count=_count(Observation, "session"),
+    )
+
+
+def session_page(owner: Any, *, cursor: str | None = None) -> Page[AgentSession]:
+    rows, next_cursor = _keyset(
+        _sessions(owner), field_name="started_at", descending=True, cursor=cursor, kind="datetime"
+    )
+    return Page(rows=rows, next_cursor=next_cursor)
+
+
+def session_injections(session: AgentSession, limit: int = 200) -> list[Injection]:
+    """A session's injections in order, each with its engram and outcome; one query."""
+    return list(
+        Injection.objects.filter(session=session)
+        .select_related("engram", "outcome")
+        .defer("engram__embedding", "engram__search_text", "engram__extra")
+        .order_by("created_at", "rank", "pk")[:limit]
+    )
+
+
+@dataclass(frozen=True)
+class EpisodeQuery:
+    since: datetime | None = None
+    until: datetime | None = None
+    agent: str = ""
+    channel: str = ""
+    q: str = ""
+
+
+def episode_page(qs: QuerySet[Episode], *, cursor: str | None = None) -> Page[Episode]:
+    rows, next_cursor = _keyset(
+        qs.select_related("session"),
+        field_name="timestamp",
+        descending=True,
+        cursor=cursor,
+        kind="datetime",
+    )
+    return Page(rows=rows, next_cursor=next_cursor)
+
+
+def episode_facets(owner: Any, limit: int = 50) -> tuple[list[str], list[str]]:
+    """Known agents and channels of the owner's episodes, for the filter suggestions."""
+    base = Episode.objects.filter(owner=owner).order_by()
+    agents = list(base.exclude(agent="").values_list("agent", flat=True).distinct()[:limit])
+    channels = list(base.exclude(channel="").values_list("channel", flat=True).distinct()[:limit])
+    return sorted(agents), sorted(channels)
+
+
+@dataclass
+class Overview:
+    status: dict[str, Any]
+    quadrants: dict[str, int]
+    flagged: int
+    events: list[LifecycleEvent]
+    sessions_today: list[AgentSession]
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def overview(owner: Any, *, now: datetime | None = None) -> Overview:
+    """Counts by status and band, quadrant summary, recent events, today's sessions."""
+    from memory.services.lifecycle import store_status
+
+    now = now or timezone.now()
+    status = store_status(owner=owner, now=now)
+    groups = classified(owner)
+    start_of_day = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
+    return Overview(
+        status=status,
+        quadrants=groups.counts(),
+        flagged=groups.flagged,
+        events=list(LifecycleEvent.objects.filter(owner=owner).order_by("-created_at", "-pk")[:10]),
+        sessions_today=recent_sessions(owner, since=start_of_day),
+    )
+
+
+def worker_check(timeout: float = 0.5) -> tuple[bool, str]:
+    """Whether a Celery worker answers a ping within `timeout` seconds."""
+    try:
+        from celery import current_app
+
+        replies = current_app.control.ping(timeout=timeout, limit=1)
+    except Exception as exc:  # a health panel reports failures, it never raises them
+        return False, f"{type(exc).__name__}: {exc}"
+    if not replies:
+        return False, "no worker answered; start one with `make run`"
+    names = ", ".join(sorted(name for reply in replies for name in reply))
+    return True, f"{len(replies)} answering ({names})"

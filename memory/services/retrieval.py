@@ -1,0 +1,601 @@
+"""Recall (ranked search with score components) and inject (the hook hot path), DESIGN profile v1.
+
+Both run the lexical and dense legs over visible, valid engrams, fuse them with RRF (k = 60) and
+weight by activation. `recall` is read-only unless a session is given; `inject` records its
+injections in the session and applies the injection access rule (no strength bump).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from memory import activation, coaccess, ranking, search
+from memory.models import (
+    AgentSession,
+    Association,
+    Engram,
+    Injection,
+    OwnerSettings,
+    scope_allowed,
+)
+from memory.services.activity import effective_strengths
+
+MODES: tuple[str, ...] = ("hybrid", "lexical", "dense")
+GLOBAL_SCOPE = "global"
+
+LEXICAL_POOL = 3  # lexical leg returns 3 x limit
+DENSE_POOL = 2  # dense leg returns 2 x limit
+MAX_RECALL_LIMIT = 100
+# Recall searches everything not retired; inject only sees active engrams (band decides bucket).
+RECALL_STATUSES: tuple[str, ...] = (
+    Engram.Status.ACTIVE,
+    Engram.Status.CANDIDATE,
+    Engram.Status.DORMANT,
+)
+INJECT_STATUSES: tuple[str, ...] = (Engram.Status.ACTIVE,)
+INJECT_LIMIT = ranking.MAX_MAIN + ranking.MAX_CONSIDER  # fused candidates considered
+SELECT_POOL = 2 * INJECT_LIMIT  # relevant candidates handed to the bucket selection
+SPREAD_BANDS = frozenset({"active", "fading"})
+BUCKET_OF = {
+    ranking.CONSTRAINTS: Injection.Bucket.CONSTRAINT,
+    ranking.DIRECTIVES: Injection.Bucket.DIRECTIVE,
+    ranking.CONSIDER: Injection.Bucket.CONSIDER,
+    ranking.RELATED: Injection.Bucket.SPREAD,
+}
+SECONDS_PER_DAY = 86400.0
+
+# Fields inject reads per candidate (vectors are read apart, for the best ones only).
+_CANDIDATE_FIELDS = (
+    "id",
+    "owner",
+    "engram_id",
+    "statement",
+    "scope",
+    "polarity",
+    "feedback_positive",
+    "feedback_negative",
+    "emotional_weight",
+    "consolidated",
+    "enforcement",
+    "retrieval_strength",
+    "rs_anchor_at",
+    "storage_strength",
+    "learned_at",
+)
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """One recalled engram with its score components (ranks from 1, None when a leg missed it)."""
+
+    engram: Engram
+    score: float  # final: relevance·(0.5 + 0.5·RS_eff)·f_fb·f_emo·consolidation
+    fused: float  # Σ 1/(60 + rank)
+    rs_eff: float
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    dense_rank: int | None = None
+    cosine: float | None = None
+
+    @property
+    def id(self) -> str:
+        return self.engram.engram_id
+
+    @property
+    def components(self) -> dict[str, float | int | None]:
+        return {
+            "lexical_rank": self.lexical_rank,
+            "lexical_score": self.lexical_score,
+            "dense_rank": self.dense_rank,
+            "cosine": self.cosine,
+            "fused": self.fused,
+            "rs_eff": self.rs_eff,
+            "score": self.score,
+        }
+
+
+@dataclass(frozen=True)
+class InjectResult:
+    """What one prompt gets: bucket lists of {id, statement, score, tokens}, markdown, tokens."""
+
+    constraints: list[dict[str, Any]] = field(default_factory=list)
+    directives: list[dict[str, Any]] = field(default_factory=list)
+    consider: list[dict[str, Any]] = field(default_factory=list)
+    spread: list[dict[str, Any]] = field(default_factory=list)
+    rendered: str = ""
+    tokens: int = 0
+    # Server-side milliseconds: "embed" (query), "search" (both legs), "rank" (rows, scoring,
+    # buckets, spreading, rendering), "record" (injection rows and access), "total".
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def abstained(self) -> bool:
+        return not self.rendered
+
+    @property
+    def ids(self) -> list[str]:
+        return [
+            item["id"]
+            for bucket in (self.constraints, self.directives, self.consider, self.spread)
+            for item in bucket
+        ]
+
+
+@dataclass(frozen=True)
+class _Legs:
+    lexical: list[tuple[int, float]]
+    dense: list[tuple[int, float]]
+    embed_ms: float
+    search_ms: float
+
+
+# --- shared steps ---------------------------------------------------------------------------
+
+
+def visible_scopes(
+    *,
+    scope: str | None,
+    scopes: Sequence[str] | None = None,
+    token_scopes: Sequence[str] | None = None,
+) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """(exact scopes or None for any, token patterns or None) for a request.
+
+    `scopes` is an exact list; otherwise `scope` means that scope plus global; neither means any.
+    A token's patterns ("*", "global", "project:*") restrict the result further.
+    """
+    patterns = None if not token_scopes or "*" in token_scopes else tuple(token_scopes)
+    exact: tuple[str, ...] | None
+    if scopes is not None:
+        exact = tuple(dict.fromkeys(scopes))
+    elif scope is not None:
+        exact = tuple(dict.fromkeys([scope, GLOBAL_SCOPE]))
+    else:
+        exact = None
+    if exact is not None and patterns is not None:
+        return tuple(s for s in exact if scope_allowed(list(patterns), s)), None
+    return exact, patterns
+
+
+def _embed(text: str) -> Any:
+    from memory.embedder import get_embedder
+
+    return get_embedder(threads=settings.ENGRAM_EMBEDDER_THREADS).embed_one(text)
+
+
+def _run_legs(
+    *,
+    owner: Any,
+    text: str,
+    mode: str,
+    limit: int,
+    scopes: tuple[str, ...] | None,
+    patterns: tuple[str, ...] | None,
+    statuses: Sequence[str],
+    now: datetime,
+) -> _Legs:
+    """Both legs (or one) for one query; the query is embedded once."""
+    common: dict[str, Any] = {
+        "scopes": scopes,
+        "scope_patterns": patterns,
+        "statuses": statuses,
+        "valid_at": now,
+    }
+    embed_ms = 0.0
+    vector = None
+    if mode in ("hybrid", "dense"):
+        started = time.perf_counter()
+        vector = _embed(text)
+        embed_ms = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    lex: list[tuple[int, float]] = []
+    den: list[tuple[int, float]] = []
+    if mode in ("hybrid", "lexical"):
+        lex = search.lexical(owner, text, limit=LEXICAL_POOL * limit, **common)
+    if vector is not None:
+        den = search.dense(owner, vector, limit=DENSE_POOL * limit, **common)
+    return _Legs(lex, den, embed_ms, (time.perf_counter() - started) * 1000)
+
+
+def _max_fused(mode: str) -> float:
+    legs = ranking.FUSION_LEGS if mode == "hybrid" else 1
+    return legs / (ranking.RRF_K + 1)
+
+
+def _owner_prefs(owner: Any) -> tuple[int | None, float]:
+    """(inject budget override or None, decay base) in one query."""
+    row = (
+        OwnerSettings.objects.filter(owner=owner)
+        .values_list("inject_budget_tokens", "decay_base")
+        .first()
+    )
+    budget, base = row if row else (None, None)
+    return budget, float(base) if base is not None else float(settings.ENGRAM_DECAY_BASE)
+
+
+def _access(
+    *,
+    owner: Any,
+    session: AgentSession,
+    picks: Sequence[tuple[int, str, int, float, int]],
+    rs_eff: dict[int, float],
+    query: str,
+    now: datetime,
+    injected: bool,
+) -> None:
+    """Record (pk, bucket, rank, score, tokens) picks and apply the access rule in 2 queries.
+
+    frequency += 1 and re-anchor at the current effective RS (no bump); an injection also counts
+    injections += 1, and surfaced += 1 in the main buckets.
+    """
+    if not picks:
+        return
+    rows = [
+        Injection(
+            owner=owner,
+            session=session,
+            engram_id=pk,
+            bucket=bucket,
+            rank=rank,
+            score=score,
+            tokens=tokens,
+            query=query[:2000],
+            created_at=now,
+        )
+        for pk, bucket, rank, score, tokens in picks
+    ]
+    touched: dict[int, tuple[float, int]] = {}
+    for pk, bucket, _, _, _ in picks:
+        main = injected and bucket in (Injection.Bucket.CONSTRAINT, Injection.Bucket.DIRECTIVE)
+        previous = touched.get(pk, (0.0, 0))[1]
+        touched[pk] = (min(1.0, max(0.0, rs_eff[pk])), max(previous, int(main)))
+    own_transaction = not connection.in_atomic_block
+    with transaction.atomic():
+        if own_transaction and connection.vendor == "postgresql":
+            # Access bookkeeping may lose its last few milliseconds in a crash; waiting for the
+            # WAL flush would be the largest single cost of the hot path. Never set inside a
+            # caller's transaction, whose commit would inherit it.
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        Injection.objects.bulk_create(rows)
+        _touch(touched, injected=injected, now=now)
+
+
+def _touch(touched: dict[int, tuple[float, int]], *, injected: bool, now: datetime) -> None:
+    """One UPDATE for all accessed engrams: pk -> (new stored RS, surfaced increment)."""
+    # Raw SQL: bulk_update's per-row CASE expressions cost ~40 ms of Python on the hot path.
+    when = connection.ops.adapt_datetimefield_value(now)
+    values = " UNION ALL ".join(["SELECT %s AS id, %s AS rs, %s AS main"] * len(touched))
+    params: list[Any] = [1 if injected else 0, when, when]
+    for pk, (rs, main) in sorted(touched.items()):
+        params.extend([pk, rs, main])
+    sql = (
+        "UPDATE memory_engram SET frequency = frequency + 1, injections = injections + %s, "
+        "surfaced = surfaced + v.main, last_accessed = %s, rs_anchor_at = %s, "
+        f"retrieval_strength = v.rs FROM ({values}) AS v WHERE memory_engram.id = v.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+# --- recall ---------------------------------------------------------------------------------
+
+
+def recall(
+    *,
+    owner: Any,
+    query: str,
+    scopes: Sequence[str] | None = None,
+    scope: str | None = None,
+    limit: int = 10,
+    mode: str = "hybrid",
+    session: AgentSession | None = None,
+    now: datetime | None = None,
+    token_scopes: Sequence[str] | None = None,
+    statuses: Iterable[str] | None = None,
+) -> list[RecallResult]:
+    """Engrams ranked for `query` with per-result score components; read-only without a session.
+
+    Ranked by the injection score without its abstention floor: relevance (fused RRF score over
+    its maximum, times match evidence) · (0.5 + 0.5·RS_eff) · f_fb · f_emo · consolidation, so
+    recall orders as inject would. With a session, each result counts as one access:
+    frequency + 1, last_accessed, re-anchor at RS_eff (no bump); Injection bucket "recall".
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}")
+    limit = max(1, min(int(limit), MAX_RECALL_LIMIT))
+    now = now or timezone.now()
+    text = (query or "").replace("\x00", " ").strip()
+    exact, patterns = visible_scopes(scope=scope, scopes=scopes, token_scopes=token_scopes)
+    if not text:
+        return []
+    legs = _run_legs(
+        owner=owner,
+        text=text,
+        mode=mode,
+        limit=limit,
+        scopes=exact,
+        patterns=patterns,
+        statuses=tuple(statuses) if statuses is not None else RECALL_STATUSES,
+        now=now,
+    )
+    pks = {pk for pk, _ in legs.lexical} | {pk for pk, _ in legs.dense}
+    if not pks:
+        return []
+    rows = {e.pk: e for e in Engram.objects.filter(pk__in=pks).defer("embedding")}
+    _, base = _owner_prefs(owner)
+    strengths = effective_strengths(list(rows.values()), now=now, decay_base=base)
+    lex_rank = {pk: (rank, score) for rank, (pk, score) in enumerate(legs.lexical, start=1)}
+    den_rank = {pk: (rank, cos) for rank, (pk, cos) in enumerate(legs.dense, start=1)}
+    rankings = [[str(pk) for pk, _ in legs.lexical], [str(pk) for pk, _ in legs.dense]]
+    fused = ranking.rrf([r for r in rankings if r])
+    max_fused = _max_fused(mode)
+    ran_lexical = mode in ("hybrid", "lexical")
+    results: list[RecallResult] = []
+    for key, fused_score in fused:
+        pk = int(key)
+        engram = rows.get(pk)
+        if engram is None:  # deleted between the legs and the read
+            continue
+        rs_eff = strengths[pk]
+        lex = lex_rank.get(pk)
+        den = den_rank.get(pk)
+        relevance = ranking.relevance(
+            fused_score,
+            max_fused,
+            lexical_hit=(lex is not None) if ran_lexical else None,
+            dense_cosine=den[1] if den else None,
+        )
+        score = ranking.injection_score(
+            relevance,
+            rs_eff,
+            engram.feedback_net,
+            engram.emotional_weight,
+            engram.consolidated,
+        )
+        results.append(
+            RecallResult(
+                engram=engram,
+                score=score,
+                fused=fused_score,
+                rs_eff=rs_eff,
+                lexical_rank=lex[0] if lex else None,
+                lexical_score=lex[1] if lex else None,
+                dense_rank=den[0] if den else None,
+                cosine=den[1] if den else None,
+            )
+        )
+    # Ties (e.g. no match evidence) go to the better fused rank, then the stronger and the more
+    # recent engram, never to insertion order.
+    results.sort(
+        key=lambda r: (-r.score, -r.fused, -r.rs_eff, -r.engram.learned_at.timestamp(), r.id)
+    )
+    results = results[:limit]
+    if session is not None:
+        _access(
+            owner=owner,
+            session=session,
+            picks=[
+                (r.engram.pk, Injection.Bucket.RECALL, rank, r.score, 0)
+                for rank, r in enumerate(results, start=1)
+            ],
+            rs_eff={r.engram.pk: r.rs_eff for r in results},
+            query=text,
+            now=now,
+            injected=False,
+        )
+    return results
+
+
+# --- inject ---------------------------------------------------------------------------------
+
+
+def _candidate_rows(pks: Iterable[int]) -> dict[int, Engram]:
+    return {e.pk: e for e in Engram.objects.filter(pk__in=list(pks)).only(*_CANDIDATE_FIELDS)}
+
+
+def _spread_targets(
+    *,
+    owner: Any,
+    main: Sequence[ranking.Picked],
+    pk_of: dict[str, int],
+    exclude: set[str],
+    scopes: tuple[str, ...] | None,
+    patterns: tuple[str, ...] | None,
+    now: datetime,
+    decay_base: float,
+) -> tuple[dict[str, list[tuple[str, float]]], dict[str, Engram], dict[int, float]]:
+    """Outgoing associations of the main picks to visible, valid, active engrams (2 queries).
+
+    Co-access strengths are decayed at read time; targets in the dormant band are left out.
+    """
+    sources = {pk_of[p.id]: p.id for p in main}
+    qs = Association.objects.filter(
+        source_id__in=list(sources),
+        target__owner=owner,
+        target__status=Engram.Status.ACTIVE,
+    ).exclude(target__engram_id__in=list(exclude))
+    if scopes is not None:
+        qs = qs.filter(target__scope__in=list(scopes))
+    qs = qs.filter(
+        Q(target__valid_from__isnull=True) | Q(target__valid_from__lte=now),
+        Q(target__valid_until__isnull=True) | Q(target__valid_until__gt=now),
+    )
+    edges = list(
+        qs.select_related("target").only(
+            "source_id",
+            "type",
+            "strength",
+            "updated_at",
+            *(f"target__{name}" for name in _CANDIDATE_FIELDS if name != "id"),
+        )
+    )
+    if patterns is not None:
+        edges = [a for a in edges if scope_allowed(list(patterns), a.target.scope)]
+    targets = {a.target.pk: a.target for a in edges}
+    strengths = effective_strengths(list(targets.values()), now=now, decay_base=decay_base)
+    out: dict[str, list[tuple[str, float]]] = {}
+    by_id: dict[str, Engram] = {}
+    for assoc in edges:
+        target = assoc.target
+        if activation.band(strengths[target.pk]) not in SPREAD_BANDS:
+            continue
+        strength = assoc.strength
+        if assoc.type == Association.Type.CO_ACCESSED:
+            days = max(0.0, (now - assoc.updated_at).total_seconds() / SECONDS_PER_DAY)
+            strength = coaccess.decayed_coaccess_strength(strength, days)
+        out.setdefault(sources[assoc.source_id], []).append((target.engram_id, strength))
+        by_id[target.engram_id] = target
+    return out, by_id, strengths
+
+
+def _items(picks: Sequence[ranking.Picked]) -> list[dict[str, Any]]:
+    return [
+        {"id": p.id, "statement": p.statement, "score": round(p.score, 6), "tokens": p.tokens}
+        for p in picks
+    ]
+
+
+def inject(
+    *,
+    owner: Any,
+    prompt: str,
+    scope: str | None = None,
+    session: AgentSession | None = None,
+    budget_tokens: int | None = None,
+    now: datetime | None = None,
+    token_scopes: Sequence[str] | None = None,
+) -> InjectResult:
+    """Engrams for one prompt, in buckets within the token budget, rendered as markdown.
+
+    Active engrams of `scope` and global: scored s = relevance·(0.5 + 0.5·RS_eff)·f_fb·f_emo
+    (·1.1 if consolidated), diversity-filtered, ≤ 10 constraints + directives, ≤ 5 consider
+    (≤ 200 tokens, fading ones only here), ≤ 3 spread by one-hop associations (≤ 480 tokens),
+    2,000 tokens by default. Nothing relevant: empty result. With a session, every surfaced
+    engram is recorded and accessed (frequency, injections, surfaced for main buckets,
+    re-anchor at RS_eff, no bump).
+    """
+    started = time.perf_counter()
+    now = now or timezone.now()
+    text = (prompt or "").replace("\x00", " ").strip()
+    if not text:
+        return InjectResult(
+            timings=dict.fromkeys(("embed", "search", "rank", "record", "total"), 0.0)
+        )
+    budget_pref, decay_base = _owner_prefs(owner)
+    budget = budget_tokens or budget_pref or settings.ENGRAM_INJECT_BUDGET_TOKENS
+    exact, patterns = visible_scopes(scope=scope or GLOBAL_SCOPE, token_scopes=token_scopes)
+    legs = _run_legs(
+        owner=owner,
+        text=text,
+        mode="hybrid",
+        limit=INJECT_LIMIT,
+        scopes=exact,
+        patterns=patterns,
+        statuses=INJECT_STATUSES,
+        now=now,
+    )
+    timings = {"embed": legs.embed_ms, "search": legs.search_ms}
+    ranked_from = time.perf_counter()
+    lexical_pks = {pk for pk, _ in legs.lexical}
+    cosine_of = dict(legs.dense)
+    rows = _candidate_rows(lexical_pks | set(cosine_of))
+    strengths = effective_strengths(list(rows.values()), now=now, decay_base=decay_base)
+    fused = ranking.rrf(
+        [[str(pk) for pk, _ in legs.lexical], [str(pk) for pk, _ in legs.dense]],
+        tiebreak={str(pk): rs for pk, rs in strengths.items()},
+    )
+    candidates: list[ranking.Candidate] = []
+    pk_of: dict[str, int] = {}
+    for key, fused_score in fused:
+        engram = rows.get(int(key))
+        if engram is None:
+            continue
+        rs_eff = strengths[engram.pk]
+        pk_of[engram.engram_id] = engram.pk
+        candidates.append(
+            ranking.Candidate(
+                id=engram.engram_id,
+                statement=engram.statement,
+                fused=fused_score,
+                rs_eff=rs_eff,
+                polarity=engram.polarity,
+                feedback_net=engram.feedback_net,
+                emotional_weight=engram.emotional_weight,
+                consolidated=engram.consolidated,
+                band=activation.band(rs_eff),
+                escalation=engram.enforcement,
+                lexical_hit=engram.pk in lexical_pks,
+                dense_cosine=cosine_of.get(engram.pk),
+            )
+        )
+    # Only the best SELECT_POOL relevant candidates can fill the buckets; their vectors (for the
+    # diversity check) are read in one query instead of parsing every candidate's.
+    scored = [(c, ranking.candidate_score(c)) for c in candidates]
+    best = sorted(
+        (pair for pair in scored if pair[1] > 0 and pair[0].band in ranking.CONSIDER_BANDS),
+        key=lambda pair: (-pair[1], pair[0].id),
+    )
+    best = best[:SELECT_POOL]
+    vectors = search.vectors_of(pk_of[c.id] for c, _ in best)
+    candidates = [replace(c, embedding=vectors.get(pk_of[c.id])) for c, _ in best]
+    selection = ranking.select(candidates, budget_tokens=budget)
+    if selection.main:
+        associations, targets, target_strengths = _spread_targets(
+            owner=owner,
+            main=selection.main,
+            pk_of=pk_of,
+            exclude={p.id for p in selection.items},
+            scopes=exact,
+            patterns=patterns,
+            now=now,
+            decay_base=decay_base,
+        )
+        chosen = ranking.spread(
+            [(p.id, p.score) for p in selection.main],
+            associations,
+            {p.id for p in selection.consider},
+            token_of={eid: ranking.line_tokens(eid, t.statement) for eid, t in targets.items()},
+        )
+        selection = ranking.with_related(
+            selection, [(eid, targets[eid].statement, value) for eid, value in chosen]
+        )
+        for eid, target in targets.items():
+            pk_of[eid] = target.pk
+        strengths.update(target_strengths)
+    rendered = ranking.render(selection)
+    recorded_from = time.perf_counter()
+    timings["rank"] = (recorded_from - ranked_from) * 1000
+    if session is not None and not selection.is_empty:
+        picks = [
+            (pk_of[p.id], BUCKET_OF[p.bucket], p.rank, p.score, p.tokens) for p in selection.items
+        ]
+        _access(
+            owner=owner,
+            session=session,
+            picks=picks,
+            rs_eff={pk_of[p.id]: strengths[pk_of[p.id]] for p in selection.items},
+            query=text,
+            now=now,
+            injected=True,
+        )
+    finished = time.perf_counter()
+    timings["record"] = (finished - recorded_from) * 1000
+    timings["total"] = (finished - started) * 1000
+    return InjectResult(
+        constraints=_items(selection.constraints),
+        directives=_items(selection.directives),
+        consider=_items(selection.consider),
+        spread=_items(selection.related),
+        rendered=rendered,
+        tokens=ranking.estimate_tokens(rendered),
+        timings=timings,
+    )

@@ -1,0 +1,443 @@
+"""Claude Code hooks: the HTTP endpoint, the command client and the settings command.
+
+Golden tests replay every payload of ../shared/eval-data/claude_code_hooks/inputs/ through the
+endpoint and through `engram-hook`, and check the answers against the documented output shapes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import subprocess
+import sys
+import time
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings as django_settings
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+
+from memory import hookclient, search
+from memory.hooks import MAX_CONTEXT_CHARS, project_scope, trigger_matches
+from memory.management.commands.engram_claude_setup import merge_settings
+from memory.models import AgentSession, ApiToken, Injection, Observation
+
+HOOKS_DIR = Path(django_settings.BASE_DIR).parent / "shared" / "eval-data" / "claude_code_hooks"
+INPUTS = sorted((HOOKS_DIR / "inputs").glob("*.json")) if HOOKS_DIR.is_dir() else []
+CONTEXT_EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse"}
+SESSION = "3f6c1b2e-8d4a-4c1e-9a57-0b2d9e6f7a10"
+URL = "/api/v1/hooks/claude-code"
+
+ENUM_LESSON = (
+    "Postgres enum ADD VALUE cannot run in the same transaction; ship it in an earlier deploy."
+)
+GH_LESSON = "Don't pass --repo to gh inside a git checkout; gh detects the repo from the remote."
+MYREPO_LESSON = "In myrepo, run `npm test` before every push."
+
+needs_fixtures = pytest.mark.skipif(
+    not INPUTS, reason=f"Claude Code hook fixtures not found in {HOOKS_DIR} (eval-data absent)"
+)
+
+
+@pytest.fixture(autouse=True)
+def _fast(settings: Any) -> Any:
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    search.dense_index_clear()
+    yield
+    search.dense_index_clear()
+
+
+def payload(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((HOOKS_DIR / "inputs" / name).read_text())
+    return data
+
+
+def hook(client: Client, body: dict[str, Any], query: str = "") -> Any:
+    return client.post(URL + query, body, content_type="application/json")
+
+
+@pytest.fixture
+def seeded(api: Client) -> dict[str, str]:
+    ids = {}
+    for key, statement, scope, extra in [
+        ("enum", ENUM_LESSON, "project:myrepo", {}),
+        ("gh", GH_LESSON, "global", {"polarity": "dont"}),
+        ("myrepo", MYREPO_LESSON, "project:myrepo", {}),
+    ]:
+        response = api.post(
+            "/api/v1/engrams",
+            {"statement": statement, "scope": scope, "source": "user", **extra},
+            content_type="application/json",
+        )
+        ids[key] = response.json()["engram"]["id"]
+    response = api.patch(
+        f"/api/v1/engrams/{ids['gh']}",
+        {"enforcement": "reminder", "trigger_context": "gh --repo"},
+        content_type="application/json",
+    )
+    assert response.status_code == HTTPStatus.OK
+    return ids
+
+
+def assert_documented_shape(event: str, answer: Any) -> None:
+    """What the hook README allows Engram to answer for `event`."""
+    assert isinstance(answer, dict)
+    if event not in CONTEXT_EVENTS:
+        assert answer == {}, f"{event} must answer {{}}, got {answer}"
+        return
+    if not answer:
+        return
+    assert set(answer) == {"hookSpecificOutput"}, "nothing at top level that Claude Code ignores"
+    specific = answer["hookSpecificOutput"]
+    assert set(specific) == {"hookEventName", "additionalContext"}
+    assert specific["hookEventName"] == event
+    assert isinstance(specific["additionalContext"], str)
+    assert 0 < len(specific["additionalContext"]) < 10_000
+    example = (
+        HOOKS_DIR / "outputs" / (event + (".context" if event == "PreToolUse" else "") + ".json")
+    )
+    documented = json.loads(example.read_text())
+    assert set(documented) == set(answer)
+    assert set(documented["hookSpecificOutput"]) == set(specific)
+
+
+# --- golden: the endpoint -----------------------------------------------------------------
+
+
+@needs_fixtures
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", INPUTS, ids=[p.stem for p in INPUTS])
+def test_every_fixture_gets_its_documented_shape(
+    api: Client, seeded: dict[str, str], path: Path
+) -> None:
+    body = json.loads(path.read_text())
+    response = hook(api, body)
+    assert response.status_code == HTTPStatus.OK, response.content
+    assert_documented_shape(body["hook_event_name"], response.json())
+
+
+@pytest.mark.sqlite
+@needs_fixtures
+@pytest.mark.django_db
+def test_a_whole_session_replayed_in_order(
+    api: Client, seeded: dict[str, str], django_capture_on_commit_callbacks: Any
+) -> None:
+    start = hook(api, payload("SessionStart.startup.json")).json()
+    assert seeded["myrepo"] in start["hookSpecificOutput"]["additionalContext"]
+    session = AgentSession.objects.get(session_id=SESSION)
+    assert (session.scope, session.agent, session.cwd) == (
+        "project:myrepo",
+        "claude-code",
+        "/home/dev/myrepo",
+    )
+
+    prompt = hook(api, payload("UserPromptSubmit.json")).json()
+    context = prompt["hookSpecificOutput"]["additionalContext"]
+    assert seeded["enum"] in context
+    assert Injection.objects.filter(session=session, engram__engram_id=seeded["enum"]).exists()
+
+    reminder = hook(api, payload("PreToolUse.Bash.json")).json()
+    assert seeded["gh"] in reminder["hookSpecificOutput"]["additionalContext"]
+    assert "IMPORTANT" in reminder["hookSpecificOutput"]["additionalContext"]
+    assert hook(api, payload("PreToolUse.Edit.json")).json() == {}
+
+    for name in ("PostToolUse.Bash.json", "PostToolUse.Write.json", "PostToolUseFailure.Bash.json"):
+        assert hook(api, payload(name)).json() == {}
+    observations = list(Observation.objects.filter(session=session).order_by("pk"))
+    assert [(o.tool, o.success) for o in observations] == [
+        ("Bash", True),
+        ("Write", True),
+        ("Bash", False),
+    ]
+    assert "mismatched types" in observations[2].tool_output
+    assert all(o.embedding is None and o.processed_at is None for o in observations)
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert hook(api, payload("Stop.json")).json() == {}
+    session.refresh_from_db()
+    assert session.ended_at is not None
+    assert session.last_assistant_message.startswith("Fixed: the enum value")
+    assert len(callbacks) == 1  # outcome attribution queued
+
+    # The user keeps going: the next prompt reopens the session, the next end queues again.
+    hook(api, payload("UserPromptSubmit.json"))
+    session.refresh_from_db()
+    assert session.ended_at is None
+    assert hook(api, payload("SubagentStop.json")).json() == {}
+    assert hook(api, payload("PreCompact.json")).json() == {}
+    compact = hook(api, payload("SessionStart.compact.json")).json()
+    assert seeded["enum"] in compact["hookSpecificOutput"]["additionalContext"]  # last prompt
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert hook(api, payload("SessionEnd.json")).json() == {}
+    assert len(callbacks) == 1
+    assert AgentSession.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_unknown_events_get_an_empty_200(api: Client) -> None:
+    for event in ("Notification", "SomethingNew", "PostCompact"):
+        response = hook(api, {"hook_event_name": event, "session_id": "s1", "cwd": "/x/y"})
+        assert response.status_code == HTTPStatus.OK
+        assert response.json() == {}
+    assert not AgentSession.objects.exists()
+    assert hook(api, {"session_id": "s1"}).status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_post_tool_use_redacts_and_stores_without_embedding(api: Client) -> None:
+    key = "AKIA" + "IOSFODNN7ABCDEFG"
+    body = {
+        "hook_event_name": "PostToolUse",
+        "session_id": "s-redact",
+        "cwd": "/home/dev/api",
+        "tool_name": "Bash",
+        "tool_input": {"command": f"AWS_ACCESS_KEY_ID={key} aws s3 ls"},
+        "tool_response": {"stdout": "\u0000bucket", "stderr": ""},
+    }
+    assert hook(api, body).json() == {}
+    observation = Observation.objects.get()
+    assert key not in observation.tool_input
+    assert observation.redacted == ["aws_access_key"]
+    assert observation.session.scope == "project:api"
+
+
+@pytest.mark.django_db
+def test_the_scope_comes_from_the_query_or_the_token(owner: Any, api: Client) -> None:
+    body = {"hook_event_name": "PostToolUse", "cwd": "/w/myrepo", "tool_name": "Read"}
+    hook(api, {**body, "session_id": "q"}, "?scope=project:other")
+    assert AgentSession.objects.get(session_id="q").scope == "project:other"
+    assert hook(api, {**body, "session_id": "bad"}, "?scope=nope").status_code == 422
+
+    _, raw = ApiToken.issue(owner=owner, name="narrow", scopes=["project:fixed"])
+    narrow = Client(headers={"Authorization": f"Bearer {raw}"})
+    hook(narrow, {**body, "session_id": "n"})
+    assert AgentSession.objects.get(session_id="n").scope == "project:fixed"
+    forbidden = hook(narrow, {**body, "session_id": "f"}, "?scope=project:myrepo")
+    assert forbidden.status_code == HTTPStatus.FORBIDDEN
+    assert forbidden.json()["code"] == "scope_forbidden"
+
+
+@pytest.mark.django_db
+def test_context_stays_under_ten_thousand_characters(api: Client) -> None:
+    for i in range(12):
+        api.post(
+            "/api/v1/engrams",
+            {
+                "statement": f"Deploy checklist item {i}: " + "verify the rollout carefully " * 12,
+                "source": "user",
+                "tags": [f"deploy{i}"],
+            },
+            content_type="application/json",
+        )
+    body = {
+        "hook_event_name": "UserPromptSubmit",
+        "session_id": "long",
+        "cwd": "/w/x",
+        "prompt": "deploy checklist rollout verify " * 200,
+    }
+    answer = hook(api, body).json()
+    assert len(answer["hookSpecificOutput"]["additionalContext"]) <= MAX_CONTEXT_CHARS
+
+
+def test_triggers_match_whole_tokens() -> None:
+    def fires(trigger: str, tool_input: str, statement: str = "") -> bool:
+        return trigger_matches(trigger_context=trigger, statement=statement, tool_input=tool_input)
+
+    assert fires("gh --repo", '{"command": "gh issue view 514 --repo acme/myrepo"}')
+    assert not fires("gh --repo", '{"command": "github --repository x"}')
+    assert not fires("gh --repo", '{"file_path": "/home/dev/myrepo/a.sql"}')
+    assert fires("npm publish, git push --force", "git push --force origin main")
+    assert fires("DROP TABLE", "drop table users;")
+    # Without a trigger, the statement's key terms decide.
+    assert fires("", "alembic upgrade head", statement="Run `alembic upgrade` before starting.")
+    assert not fires("", "ls -la", statement="Run `alembic upgrade` before starting.")
+
+
+def test_project_scope_from_cwd() -> None:
+    assert project_scope("/home/dev/myrepo") == "project:myrepo"
+    assert project_scope("/home/dev/my repo/") == "project:my-repo"
+    assert project_scope("C:\\Users\\dev\\web") == "project:web"
+    assert project_scope("/") == "global"
+    assert project_scope(None) == "global"
+
+
+# --- golden: the command client against a live server -------------------------------------
+
+
+def run_client(stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "memory.hookclient"],
+        input=stdin,
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin", **env},
+        cwd=django_settings.BASE_DIR,
+        timeout=30,
+        check=False,
+    )
+
+
+@needs_fixtures
+@pytest.mark.django_db(transaction=True)
+def test_every_fixture_through_the_command_client(live_server: Any, owner: Any) -> None:
+    _, raw = ApiToken.issue(owner=owner, name="hook")
+    Client(headers={"Authorization": f"Bearer {raw}"}).post(
+        "/api/v1/engrams",
+        {"statement": ENUM_LESSON, "scope": "project:myrepo", "source": "user"},
+        content_type="application/json",
+    )
+    env = {"ENGRAM_URL": live_server.url, "ENGRAM_TOKEN": raw, "ENGRAM_HOOK_TIMEOUT": "20"}
+    answered = set()
+    for path in INPUTS:
+        result = run_client(path.read_bytes(), env)
+        assert result.returncode == 0, result.stderr
+        event = json.loads(path.read_text())["hook_event_name"]
+        out = result.stdout.decode().strip()
+        answer = json.loads(out) if out else {}
+        assert_documented_shape(event, answer)
+        if answer:
+            answered.add(event)
+    assert "UserPromptSubmit" in answered  # the enum lesson reached the prompt
+    assert Observation.objects.filter(session__session_id=SESSION).count() == 3
+
+
+def test_the_command_client_is_silent_when_the_server_is_down() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    stdout = io.StringIO()
+    code = hookclient.main(
+        stdin=io.BytesIO(b'{"hook_event_name": "UserPromptSubmit", "prompt": "hi"}'),
+        stdout=stdout,
+        env={"ENGRAM_URL": f"http://127.0.0.1:{port}", "ENGRAM_TOKEN": "x"},
+    )
+    assert (code, stdout.getvalue()) == (0, "")
+
+
+def test_the_command_client_gives_up_on_a_slow_server_within_its_timeout() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)  # accepts the connection, never answers
+        started = time.monotonic()
+        result = run_client(
+            b'{"hook_event_name": "UserPromptSubmit", "prompt": "hi"}',
+            {
+                "ENGRAM_URL": f"http://127.0.0.1:{server.getsockname()[1]}",
+                "ENGRAM_HOOK_TIMEOUT": "0.5",
+            },
+        )
+        elapsed = time.monotonic() - started
+    assert result.returncode == 0
+    assert result.stdout == b""
+    assert elapsed < 5
+
+
+def test_the_command_client_ignores_garbage_on_stdin() -> None:
+    stdout = io.StringIO()
+    assert hookclient.main(stdin=io.BytesIO(b"not json"), stdout=stdout, env={}) == 0
+    assert stdout.getvalue() == ""
+
+
+# --- engram_claude_setup ------------------------------------------------------------------
+
+
+def setup_command(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("engram_claude_setup", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.mark.django_db
+def test_setup_prints_http_hooks_and_a_fresh_token(owner: Any) -> None:
+    out, err = setup_command("--user", "alice", "--url", "http://127.0.0.1:9000")
+    config = json.loads(out)
+    events = set(config["hooks"])
+    assert events == {
+        "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+        "Stop", "SessionEnd",
+    }  # fmt: skip
+    entry = config["hooks"]["PostToolUse"][0]
+    assert entry["matcher"] == "*"
+    handler = entry["hooks"][0]
+    assert handler == {
+        "type": "http",
+        "url": "http://127.0.0.1:9000/api/v1/hooks/claude-code",
+        "headers": {"Authorization": "Bearer $ENGRAM_TOKEN"},
+        "allowedEnvVars": ["ENGRAM_TOKEN"],
+        "timeout": 5,
+    }
+    assert "matcher" not in config["hooks"]["UserPromptSubmit"][0]
+    raw = err.split("export ENGRAM_TOKEN=")[1].strip()
+    token = ApiToken.authenticate(raw)
+    assert token is not None and token.owner == owner and token.name == "claude-code"
+    assert raw not in out  # the settings only name the variable
+
+
+@pytest.mark.django_db
+def test_setup_merges_into_project_settings_idempotently(owner: Any, tmp_path: Path) -> None:
+    settings_path = tmp_path / ".claude" / "settings.json"
+    settings_path.parent.mkdir()
+    user_hook = {"type": "command", "command": "prettier --write ."}
+    settings_path.write_text(
+        json.dumps(
+            {
+                "model": "opus",
+                "permissions": {"allow": ["Bash(npm test)"]},
+                "hooks": {
+                    "PostToolUse": [{"matcher": "Write", "hooks": [user_hook]}],
+                    "Notification": [{"hooks": [{"type": "command", "command": "notify"}]}],
+                },
+            }
+        )
+    )
+    setup_command("--user", "alice", "--project", str(tmp_path))
+    first = settings_path.read_text()
+    merged = json.loads(first)
+    assert merged["model"] == "opus"
+    assert merged["permissions"] == {"allow": ["Bash(npm test)"]}
+    assert merged["hooks"]["Notification"] == [
+        {"hooks": [{"type": "command", "command": "notify"}]}
+    ]
+    post = merged["hooks"]["PostToolUse"]
+    assert post[0] == {"matcher": "Write", "hooks": [user_hook]}
+    assert post[1]["hooks"][0]["type"] == "http"
+    assert len(post) == 2
+
+    setup_command("--user", "alice", "--project", str(tmp_path))
+    assert settings_path.read_text() == first  # idempotent
+
+    setup_command("--user", "alice", "--project", str(tmp_path), "--command")
+    switched = json.loads(settings_path.read_text())
+    handlers = [h for g in switched["hooks"]["PostToolUse"] for h in g["hooks"]]
+    assert [h["type"] for h in handlers] == ["command", "command"]
+    assert "engram-hook" in handlers[1]["command"]
+    assert handlers[1]["timeout"] == 5
+
+
+def test_merge_replaces_engram_entries_sharing_a_group_with_the_users() -> None:
+    ours = {"type": "http", "url": "http://old:1/api/v1/hooks/claude-code"}
+    theirs = {"type": "command", "command": "lint"}
+    current = {"hooks": {"Stop": [{"hooks": [theirs, ours]}, {"hooks": [dict(ours)]}]}}
+    config = {"hooks": {"Stop": [{"hooks": [{"type": "http", "url": "http://new:2" + URL}]}]}}
+    merged = merge_settings(current, config)
+    assert merged["hooks"]["Stop"] == [
+        {"hooks": [theirs, {"type": "http", "url": "http://new:2" + URL}]}
+    ]
+
+
+@pytest.mark.django_db
+def test_setup_refuses_broken_settings_and_unknown_users(owner: Any, tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text("{not json")
+    with pytest.raises(CommandError, match="not valid JSON"):
+        setup_command("--user", "alice", "--project", str(tmp_path))
+    with pytest.raises(CommandError, match="No user"):
+        setup_command("--user", "nobody")
+    with pytest.raises(CommandError):
+        setup_command("--user", "alice", "--scope", "not a scope")
+    assert not ApiToken.objects.filter(name="claude-code").exists()

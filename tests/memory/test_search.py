@@ -1,0 +1,329 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from django.db import connection, transaction
+
+from memory import search
+from memory.models import EMBEDDING_DIM, Engram
+from tests.memory.helpers import embed, make_engram
+
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
+
+NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+
+STORE = {
+    "A": "Use pytest fixtures to set up the database in tests",
+    "B": "Run the whole test suite before pushing a branch",
+    "C": "Database backups run nightly and are kept for thirty days",
+    "D": "Keep React components small and typed with TypeScript",
+    "E": "Never commit secrets or API keys to the repository",
+}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_index() -> Any:
+    search.dense_index_clear()
+    yield
+    search.dense_index_clear()
+
+
+@pytest.fixture
+def store(owner: Any) -> dict[str, Engram]:
+    return {
+        key: make_engram(owner, statement=text, engram_id=f"ENG-{key}", now=NOW)
+        for key, text in STORE.items()
+    }
+
+
+def names(hits: list[tuple[int, float]]) -> list[str]:
+    by_pk = dict(Engram.objects.values_list("pk", "engram_id"))
+    return [by_pk[pk].removeprefix("ENG-") for pk, _ in hits]
+
+
+def unit(seed: int) -> np.ndarray:
+    vector = np.random.default_rng(seed).standard_normal(EMBEDDING_DIM).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def test_lexical_ranks_rows_matching_more_and_rarer_terms_first(owner: Any, store: Any) -> None:
+    assert names(search.lexical(owner, "pytest database fixtures")) == ["A", "C"]
+    assert names(search.lexical(owner, "database backup schedule")) == ["C", "A"]
+    assert names(search.lexical(owner, "react component typing")) == ["D"]
+
+
+def test_lexical_scores_are_positive_and_descending(owner: Any, store: Any) -> None:
+    hits = search.lexical(owner, "pytest database fixtures")
+    scores = [score for _, score in hits]
+    assert all(score > 0 for score in scores)
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_lexical_matches_stems_and_ignores_stop_words(owner: Any, store: Any) -> None:
+    assert names(search.lexical(owner, "committing")) == ["E"]
+    assert search.lexical(owner, "the and of to") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'secrets" OR "',
+        "NOT secrets",
+        "secrets AND -keys*",
+        "(secrets",
+        "secrets:keys ^commit",
+        "NEAR(secrets keys)",
+        "'; DROP TABLE memory_engram; --",
+        "\\ secrets \\\\",
+        "secrets \x00 % _",
+        "\"\"\"'''",
+        "***",
+    ],
+)
+def test_lexical_accepts_any_user_text(owner: Any, store: Any, text: str) -> None:
+    hits = search.lexical(owner, text)
+    if any(word in text for word in ("secrets", "keys", "commit")):
+        assert names(hits)[0] == "E"
+    assert Engram.objects.count() == len(STORE)
+
+
+def test_lexical_filters_owner_scope_status_and_validity(
+    owner: Any, other_owner: Any, store: Any
+) -> None:
+    make_engram(other_owner, statement=STORE["A"], engram_id="ENG-OTHER", now=NOW)
+    make_engram(
+        owner,
+        statement="pytest fixtures in the api project",
+        scope="project:api",
+        engram_id="ENG-API",
+        now=NOW,
+    )
+    make_engram(
+        owner, statement="pytest fixtures retired", status="retired", engram_id="ENG-RET", now=NOW
+    )
+    make_engram(
+        owner,
+        statement="pytest fixtures that expired",
+        valid_until=NOW - timedelta(days=1),
+        engram_id="ENG-OLD",
+        now=NOW,
+    )
+    everything = names(search.lexical(owner, "pytest fixtures"))
+    assert set(everything) == {"A", "API", "RET", "OLD"}
+    assert set(names(search.lexical(owner, "pytest fixtures", scopes=["global"]))) == {
+        "A",
+        "RET",
+        "OLD",
+    }
+    assert set(names(search.lexical(owner, "pytest fixtures", scope_patterns=["project:*"]))) == {
+        "API"
+    }
+    live = search.lexical(owner, "pytest fixtures", statuses=["active"], valid_at=NOW)
+    assert set(names(live)) == {"A", "API"}
+    assert search.lexical(owner, "pytest fixtures", scopes=[]) == []
+
+
+def test_dense_ranks_by_cosine(owner: Any, store: Any) -> None:
+    hits = search.dense(owner, embed("pytest database fixtures"), limit=3)
+    assert names(hits) == ["A", "B", "C"]
+    expected = float(embed("pytest database fixtures") @ embed(STORE["A"]))
+    assert hits[0][1] == pytest.approx(expected, abs=1e-4)
+    assert [c for _, c in hits] == sorted((c for _, c in hits), reverse=True)
+
+
+def test_dense_filters_owner_scope_status_validity_and_exclusions(
+    owner: Any, other_owner: Any, store: Any
+) -> None:
+    make_engram(other_owner, statement=STORE["A"], engram_id="ENG-OTHER", now=NOW)
+    make_engram(
+        owner, statement=STORE["A"] + " (api)", scope="project:api", engram_id="ENG-API", now=NOW
+    )
+    make_engram(
+        owner,
+        statement=STORE["A"] + " (later)",
+        valid_from=NOW + timedelta(days=1),
+        engram_id="ENG-LATER",
+        now=NOW,
+    )
+    query = embed(STORE["A"])
+    assert "OTHER" not in names(search.dense(owner, query, limit=20))
+    assert names(search.dense(owner, query, limit=2, scopes=["project:api"])) == ["API"]
+    assert "LATER" not in names(search.dense(owner, query, limit=20, valid_at=NOW))
+    assert "LATER" in names(search.dense(owner, query, limit=20, valid_at=NOW + timedelta(days=2)))
+    excluded = search.dense(
+        owner, query, limit=1, exclude_pks=[store["A"].pk], scopes=["global"], valid_at=NOW
+    )
+    assert names(excluded) == ["B"]
+    assert search.dense(owner, query, statuses=[]) == []
+
+
+def test_a_small_scope_inside_a_large_store_still_gets_k_results(owner: Any) -> None:
+    crowd = unit(1)
+    rng = np.random.default_rng(7)
+    rows = []
+    for i in range(3000):
+        # The big scope crowds the query's neighbourhood; the small one lies far from it.
+        vector = crowd + 0.3 * rng.standard_normal(EMBEDDING_DIM).astype(np.float32)
+        rows.append(
+            Engram(
+                owner=owner,
+                engram_id=f"ENG-BIG-{i}",
+                statement=f"big {i}",
+                scope="project:big",
+                status="active",
+                content_hash=f"big{i}",
+                embedding=vector / np.linalg.norm(vector),
+            )
+        )
+    small = []
+    for i in range(15):
+        vector = -crowd + 0.5 * unit(100 + i)
+        small.append(
+            Engram(
+                owner=owner,
+                engram_id=f"ENG-SMALL-{i}",
+                statement=f"small {i}",
+                scope="project:small",
+                status="active",
+                content_hash=f"small{i}",
+                embedding=vector / np.linalg.norm(vector),
+            )
+        )
+    Engram.objects.bulk_create(rows + small, batch_size=500)
+
+    hits = search.dense(owner, crowd, scopes=["project:small"], limit=10)
+
+    assert len(hits) == 10
+    vectors = {e.pk: e.embedding for e in Engram.objects.filter(scope="project:small")}
+    exact = sorted(vectors, key=lambda pk: -float(np.dot(vectors[pk], crowd)))[:10]
+    assert [pk for pk, _ in hits] == exact
+
+
+def test_dense_index_follows_writes_updates_and_deletes(owner: Any, store: Any) -> None:
+    query = embed("pytest database fixtures")
+    assert names(search.dense(owner, query, limit=1)) == ["A"]
+    Engram.objects.filter(pk=store["A"].pk).update(status="retired")
+    assert names(search.dense(owner, query, limit=1, statuses=["active"])) == ["B"]
+    Engram.objects.filter(pk=store["B"].pk).update(embedding=-query)
+    assert names(search.dense(owner, query, limit=1, statuses=["active"])) == ["C"]
+    store["C"].delete()
+    assert "C" not in names(search.dense(owner, query, limit=10))
+    make_engram(owner, statement="pytest database fixtures", engram_id="ENG-NEW", now=NOW)
+    assert names(search.dense(owner, query, limit=1)) == ["NEW"]
+
+
+def test_dense_index_is_not_fooled_by_a_rolled_back_write(owner: Any, store: Any) -> None:
+    query = embed("gardening tips for tomatoes")
+
+    def write_then_roll_back() -> None:
+        with transaction.atomic():
+            make_engram(
+                owner, statement="gardening tips for tomatoes", engram_id="ENG-GHOST", now=NOW
+            )
+            assert names(search.dense(owner, query, limit=1)) == ["GHOST"]
+            raise RuntimeError("roll back")
+
+    with pytest.raises(RuntimeError):
+        write_then_roll_back()
+    make_engram(owner, statement="how to grow tomatoes in pots", engram_id="ENG-REAL", now=NOW)
+    assert names(search.dense(owner, query, limit=1)) == ["REAL"]
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite triggers")
+def test_sqlite_index_repairs_triggers_a_table_rebuild_dropped(owner: Any, store: Any) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER memory_engram_search_ai")
+    make_engram(
+        owner, statement="Pin dependency versions in lock files", engram_id="ENG-PIN", now=NOW
+    )
+    assert search.sqlite_index_ensure(connection, force=True) is True
+    assert names(search.lexical(owner, "dependency lock")) == ["PIN"]
+    assert names(search.dense(owner, embed("dependency lock files"), limit=1)) == ["PIN"]
+    assert search.sqlite_index_ensure(connection, force=True) is False
+
+
+def test_fts5_query_quotes_every_token() -> None:
+    assert search.fts5_query('use "quotes" OR NOT the') == '"use" OR """quotes"""'
+    assert search.fts5_query("NEAR(a* b:c") == '"NEAR(a*" OR "b:c"'
+    assert search.fts5_query("the of and") == ""
+
+
+def test_nearest_keeps_its_signature_and_skips_retired(owner: Any, store: Any) -> None:
+    Engram.objects.filter(pk=store["A"].pk).update(status="retired")
+    hits = search.nearest(owner=owner, vector=embed(STORE["A"]), limit=2)
+    assert [e.engram_id for e, _ in hits] == ["ENG-B", "ENG-C"]
+    assert isinstance(hits[0][0], Engram)
+    with_retired = search.nearest(
+        owner=owner, vector=embed(STORE["A"]), limit=1, include_retired=True
+    )
+    assert with_retired[0][0].engram_id == "ENG-A"
+    assert with_retired[0][1] == pytest.approx(1.0, abs=1e-4)
+    excluded = search.nearest(
+        owner=owner, vector=embed(STORE["A"]), limit=1, exclude_pks=[store["B"].pk], scope="global"
+    )
+    assert [e.engram_id for e, _ in excluded] == ["ENG-C"]
+    assert search.nearest(owner=owner, vector=embed(STORE["A"]), scope="project:none") == []
+
+
+def test_vectors_of_reads_stored_embeddings(owner: Any, store: Any) -> None:
+    vectors = search.vectors_of([store["A"].pk, store["D"].pk])
+    assert set(vectors) == {store["A"].pk, store["D"].pk}
+    assert vectors[store["A"].pk].dtype == np.float32
+    assert np.allclose(vectors[store["A"].pk], embed(STORE["A"]), atol=1e-6)
+
+
+def test_engram_reembed_updates_only_stale_vectors(owner: Any, store: Any) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from memory.embedder import MODEL_ID
+
+    Engram.objects.filter(pk=store["A"].pk).update(
+        embedding=-embed(STORE["A"]), embedding_model="old-model"
+    )
+    Engram.objects.filter(pk=store["B"].pk).update(embedding=None, embedding_model="")
+    assert names(search.dense(owner, embed(STORE["A"]), limit=1)) != ["A"]
+    out = StringIO()
+
+    call_command("engram_reembed", "--quiet", stdout=out)
+
+    assert "Re-embedded 2 engram(s)" in out.getvalue()
+    assert set(Engram.objects.values_list("embedding_model", flat=True)) == {MODEL_ID}
+    assert names(search.dense(owner, embed(STORE["A"]), limit=1)) == ["A"]
+    again = StringIO()
+    call_command("engram_reembed", "--quiet", stdout=again)
+    assert "Nothing to re-embed" in again.getvalue()
+
+
+@pytest.mark.postgres_only
+def test_lexical_on_a_large_store_uses_planner_statistics_with_the_same_ranking(
+    owner: Any,
+) -> None:
+    topics = ["fixtures", "migrations", "logging", "caching", "typing", "linting"]
+    rows = [
+        Engram(
+            owner=owner,
+            engram_id=f"ENG-PY-{i}",
+            statement=f"python {topics[i % len(topics)]} rule {i}",
+            search_text=f"python {topics[i % len(topics)]} rule {i}",
+            status="active",
+            content_hash=f"py{i}",
+        )
+        for i in range(600)
+    ]
+    Engram.objects.bulk_create(rows)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_engram")
+    query = "python fixtures and caching rule 7"
+
+    exact = search.lexical(owner, query, limit=20)
+    key = search._n_key(connection, search.make_filter(owner))
+    search._n_cache[key] = (600.0, float("inf"))
+    estimated = search.lexical(owner, query, limit=20)
+
+    assert [pk for pk, _ in estimated] == [pk for pk, _ in exact]
+    assert [s for _, s in estimated] == pytest.approx([s for _, s in exact], rel=0.05)
