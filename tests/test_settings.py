@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_django(tmp_path: Path, code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG"}}
+    # DJANGO_ALLOW_ASYNC_UNSAFE is set for the browser tests; a deployment must not inherit it.
+    dropped = {"SECRET_KEY", "DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    base = {k: v for k, v in os.environ.items() if k not in dropped}
     base.update(
         {"ENGRAM_DATA_DIR": str(tmp_path / "data"), "DJANGO_SETTINGS_MODULE": "engramsite.settings"}
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,21 @@ def test_the_mcp_tools_over_stdio(owner: Any, other_owner: Any) -> None:
             seen["status"] = structured(await session.call_tool("status", {}))
             seen["forget"] = structured(await session.call_tool("forget", {"engram_id": engram_id}))
 
-    anyio.run(drive)
+    # A fresh thread has no running event loop, whatever an earlier test (Playwright's sync
+    # API keeps one running in the main thread) left behind.
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            anyio.run(drive)
+        except BaseException as exc:
+            failure.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    if failure:
+        raise failure[0]
 
     assert seen["tools"] == TOOLS
     assert seen["learned"]["outcome"] == "created"
