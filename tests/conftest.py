@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,9 +27,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
-def fast_password_hasher(settings: Any) -> None:
-    """Tests create many users; the production hasher costs ~0.3 s each."""
+def _test_defaults(settings: Any) -> Iterator[None]:
+    """Fast password hashing (the production hasher costs ~0.3 s per user) and a fresh
+    in-process dense index, which must not outlive a test's rolled-back rows."""
+    from memory import search
+
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    search.dense_index_clear()
+    yield
+    search.dense_index_clear()
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from memory import search
 from memory.models import AgentSession, ApiToken, Engram, Episode, Injection, Observation, Outcome
 from memory.services.sessions import outcomes_attribute
 
@@ -20,14 +19,6 @@ ENUM_LESSON = (
     "Postgres enum ADD VALUE cannot run inside a transaction; ship it in an earlier deploy."
 )
 GH_LESSON = "Don't pass --repo to gh inside a git checkout; gh reads the remote."
-
-
-@pytest.fixture(autouse=True)
-def _fast(settings: Any) -> Any:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    search.dense_index_clear()
-    yield
-    search.dense_index_clear()
 
 
 def post(client: Client, path: str, body: Any) -> Any:

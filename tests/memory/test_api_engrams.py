@@ -11,21 +11,11 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from memory import search
 from memory.models import ApiToken, Engram, LifecycleEvent
 
 pytestmark = pytest.mark.django_db
 
 AWS_KEY = "AKIA" + "IOSFODNN7ABCDEFG"
-
-
-@pytest.fixture(autouse=True)
-def _fast(settings: Any) -> Any:
-    # The owner fixtures hash passwords; the default hasher costs ~0.3 s per user.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    search.dense_index_clear()
-    yield
-    search.dense_index_clear()
 
 
 def post(client: Client, path: str, body: Any) -> Any:

@@ -18,7 +18,6 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def _fast(settings: Any) -> Any:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     ratelimit.reset_local()
     yield
     ratelimit.reset_local()

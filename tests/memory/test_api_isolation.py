@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from memory import search
 from memory.api import router as memory_router
 from memory.models import AgentSession, Engram, Episode, Injection, LifecycleEvent, Observation
 
@@ -25,14 +24,6 @@ A_STATEMENTS = [
     "Alice prefers tabs in the billing service.",
 ]
 MISSING_ID = "ENG-1999-0101-999"
-
-
-@pytest.fixture(autouse=True)
-def _fast(settings: Any) -> Any:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    search.dense_index_clear()
-    yield
-    search.dense_index_clear()
 
 
 class Recorder:

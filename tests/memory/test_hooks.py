@@ -22,7 +22,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from memory import hookclient, search
+from memory import hookclient
 from memory.hooks import MAX_CONTEXT_CHARS, project_scope, trigger_matches
 from memory.management.commands.engram_claude_setup import merge_settings
 from memory.models import AgentSession, ApiToken, Injection, Observation
@@ -42,14 +42,6 @@ MYREPO_LESSON = "In myrepo, run `npm test` before every push."
 needs_fixtures = pytest.mark.skipif(
     not INPUTS, reason=f"Claude Code hook fixtures not found in {HOOKS_DIR} (eval-data absent)"
 )
-
-
-@pytest.fixture(autouse=True)
-def _fast(settings: Any) -> Any:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    search.dense_index_clear()
-    yield
-    search.dense_index_clear()
 
 
 def payload(name: str) -> dict[str, Any]:

@@ -100,11 +100,6 @@ def _keep_test_connection() -> Any:
     request_finished.connect(close_old_connections)
 
 
-@pytest.fixture(autouse=True)
-def _fast(settings: Any) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def fuzz_token(db: Any, owner: Any, django_settings: Any, _keep_test_connection: Any) -> str:
     django_settings.ENGRAM_RATE_LIMIT_PER_MINUTE = 1_000_000

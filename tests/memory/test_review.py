@@ -18,12 +18,6 @@ pytestmark = pytest.mark.django_db
 K = ReviewItem.Kind
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings: Any) -> None:
-    # The owner fixture hashes a password; PBKDF2 at full strength costs ~0.6 s per test.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def at(owner: Any, days: float = 0, hour: int = 10) -> datetime:
     """A moment `days` after the owner joined, at a fixed hour (local time)."""
     joined = timezone.localtime(owner.date_joined)

@@ -34,11 +34,6 @@ pytestmark = pytest.mark.django_db
 HX = {"HX-Request": "true"}
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings: Any) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def get(client: Client, url: str, *, htmx: bool = False, status: int = HTTPStatus.OK) -> str:
     response = client.get(url, headers=HX if htmx else {})
     assert response.status_code == status, response.content[:2000]

@@ -20,11 +20,6 @@ HX = {"HX-Request": "true"}
 K = ReviewItem.Kind
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings: Any) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def queue(owner: Any) -> dict[str, ReviewItem]:
     return {
