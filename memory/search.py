@@ -36,6 +36,9 @@ BM25_B = 0.75
 DF_CAP = 2000
 MAX_QUERY_CHARS = 2000  # lexical legs read at most this much of a prompt
 MAX_QUERY_TERMS = 32
+# Only the rarest terms of a long prompt are scored: they carry nearly all of the BM25 weight,
+# and each extra common term adds its matching rows to the scan.
+MAX_SCORED_TERMS = 12
 # The visible-row count N (for idf) is counted per query below this size and cached above it.
 N_CACHE_MIN = 5000
 N_CACHE_SECONDS = 60.0
@@ -195,7 +198,7 @@ def _like_prefix(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def _where(alias: str, flt: Filter, connection: BaseDatabaseWrapper) -> tuple[str, list[Any]]:
+def where_clause(alias: str, flt: Filter, connection: BaseDatabaseWrapper) -> tuple[str, list[Any]]:
     """SQL conditions (joined by AND) and their parameters for one Filter on table alias."""
     parts = [f"{alias}.owner_id = %s"]
     params: list[Any] = [flt.owner_id]
@@ -275,7 +278,7 @@ def _n_key(connection: BaseDatabaseWrapper, flt: Filter) -> tuple[Any, ...]:
 def _lexical_pg(
     connection: BaseDatabaseWrapper, flt: Filter, text: str, limit: int
 ) -> list[tuple[int, float]]:
-    where, wparams = _where("e", flt, connection)
+    where, wparams = where_clause("e", flt, connection)
     key = _n_key(connection, flt)
     cached = _n_cache.get(key)
     estimated = cached is not None and cached[1] > time.monotonic()
@@ -322,7 +325,10 @@ def _lexical_pg(
               AND attname = 'search_tsv'
         ),
         stats AS MATERIALIZED (SELECT terms.q, {df_sql} AS df FROM terms),
-        kept AS MATERIALIZED (SELECT q, df FROM stats WHERE df > 0 AND df < {DF_CAP}),
+        kept AS MATERIALIZED (
+            SELECT q, df FROM stats WHERE df > 0 AND df < {DF_CAP}
+            ORDER BY df, q::text LIMIT {MAX_SCORED_TERMS}
+        ),
         total AS MATERIALIZED ({total_sql}),
         anyq AS MATERIALIZED (SELECT string_agg(q::text, ' | ')::tsquery AS q FROM kept),
         hits AS (
@@ -370,7 +376,7 @@ def _lexical_sqlite(
     if not match:
         return []
     sqlite_index_ensure(connection)
-    where, wparams = _where("e", flt, connection)
+    where, wparams = where_clause("e", flt, connection)
     # bm25() is lower-is-better and negative; it is negated so every leg scores higher-is-better.
     sql = f"""
         SELECT e.id, -bm25({FTS_TABLE}) AS score
@@ -434,7 +440,7 @@ def _dense_pg_sql(
     connection: BaseDatabaseWrapper, flt: Filter, query: np.ndarray, limit: int
 ) -> tuple[str, str, str, list[Any]]:
     """(SET statement, indexed SELECT, exact SELECT, parameters) of one dense query."""
-    where, wparams = _where("e", flt, connection)
+    where, wparams = where_clause("e", flt, connection)
     literal = _vector_literal(query)
     ef = max(EF_SEARCH_MIN, min(EF_SEARCH_MAX, 2 * limit))
     # relaxed_order lets a filtered HNSW scan go on until k rows pass the filter (pgvector 0.8).
@@ -772,5 +778,6 @@ def nearest(
     )
     if not hits:
         return []
-    rows = Engram.objects.in_bulk([pk for pk, _ in hits])
+    # The vectors are rarely needed by callers and cost more to parse than the rest of the row.
+    rows = Engram.objects.defer("embedding").in_bulk([pk for pk, _ in hits])
     return [(rows[pk], cosine) for pk, cosine in hits if pk in rows]

@@ -10,13 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from memory import activation, coaccess, ranking, search
 from memory.models import (
@@ -24,7 +24,6 @@ from memory.models import (
     Association,
     Engram,
     Injection,
-    OwnerSettings,
     scope_allowed,
 )
 from memory.services.activity import effective_strengths
@@ -53,24 +52,57 @@ BUCKET_OF = {
 }
 SECONDS_PER_DAY = 86400.0
 
-# Fields inject reads per candidate (vectors are read apart, for the best ones only).
-_CANDIDATE_FIELDS = (
-    "id",
-    "owner",
-    "engram_id",
-    "statement",
-    "scope",
-    "polarity",
-    "feedback_positive",
-    "feedback_negative",
-    "emotional_weight",
-    "consolidated",
-    "enforcement",
-    "retrieval_strength",
-    "rs_anchor_at",
-    "storage_strength",
-    "learned_at",
+# Columns inject reads per candidate or spread target (vectors are read apart, for the best).
+_ROW_COLUMNS = (
+    "e.id, e.owner_id, e.engram_id, e.statement, e.scope, e.polarity, e.feedback_positive, "
+    "e.feedback_negative, e.emotional_weight, e.consolidated, e.enforcement, "
+    "e.retrieval_strength, e.rs_anchor_at, e.storage_strength"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """What inject needs of one engram; has the attributes effective_strengths reads."""
+
+    pk: int
+    owner_id: int
+    engram_id: str
+    statement: str
+    scope: str
+    polarity: str | None
+    feedback_positive: int
+    feedback_negative: int
+    emotional_weight: float
+    consolidated: bool
+    enforcement: str
+    retrieval_strength: float
+    rs_anchor_at: datetime
+    storage_strength: float
+
+    @property
+    def feedback_net(self) -> int:
+        return int(self.feedback_positive) - int(self.feedback_negative)
+
+    @classmethod
+    def of(cls, values: Sequence[Any]) -> _Row:
+        fields = list(values)
+        fields[9] = bool(fields[9])
+        fields[12] = _aware(fields[12])
+        return cls(*fields)
+
+
+def _aware(value: Any) -> datetime:
+    """A datetime from a raw row: PostgreSQL gives one, SQLite gives UTC text."""
+    when = value if isinstance(value, datetime) else parse_datetime(str(value))
+    if when is None:
+        raise ValueError(f"not a datetime: {value!r}")
+    return when if timezone.is_aware(when) else when.replace(tzinfo=UTC)
+
+
+def _strengths(rows: Sequence[_Row], *, now: datetime, decay_base: float) -> dict[int, float]:
+    # effective_strengths reads only the attributes _Row carries; model instances would cost
+    # ~40 µs each on the hot path.
+    return effective_strengths(cast(Sequence[Engram], rows), now=now, decay_base=decay_base)
 
 
 @dataclass(frozen=True)
@@ -212,11 +244,12 @@ def _max_fused(mode: str) -> float:
 
 def _owner_prefs(owner: Any) -> tuple[int | None, float]:
     """(inject budget override or None, decay base) in one query."""
-    row = (
-        OwnerSettings.objects.filter(owner=owner)
-        .values_list("inject_budget_tokens", "decay_base")
-        .first()
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT inject_budget_tokens, decay_base FROM memory_ownersettings WHERE owner_id = %s",
+            [getattr(owner, "pk", owner)],
+        )
+        row = cursor.fetchone()
     budget, base = row if row else (None, None)
     return budget, float(base) if base is not None else float(settings.ENGRAM_DECAY_BASE)
 
@@ -238,18 +271,11 @@ def _access(
     """
     if not picks:
         return
+    owner_id = getattr(owner, "pk", owner)
+    when = connection.ops.adapt_datetimefield_value(now)
+    text = query[:2000]
     rows = [
-        Injection(
-            owner=owner,
-            session=session,
-            engram_id=pk,
-            bucket=bucket,
-            rank=rank,
-            score=score,
-            tokens=tokens,
-            query=query[:2000],
-            created_at=now,
-        )
+        (owner_id, session.pk, pk, bucket, rank, score, tokens, text, when)
         for pk, bucket, rank, score, tokens in picks
     ]
     touched: dict[int, tuple[float, int]] = {}
@@ -265,13 +291,21 @@ def _access(
             # caller's transaction, whose commit would inherit it.
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        Injection.objects.bulk_create(rows)
+        with connection.cursor() as cursor:
+            # Raw SQL here and in _touch: the ORM's statement building costs more than the
+            # database work on this path.
+            cursor.execute(
+                "INSERT INTO memory_injection (owner_id, session_id, engram_id, bucket, rank, "
+                "score, tokens, query, created_at) VALUES "
+                + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows)),
+                [value for row in rows for value in row],
+            )
         _touch(touched, injected=injected, now=now)
 
 
 def _touch(touched: dict[int, tuple[float, int]], *, injected: bool, now: datetime) -> None:
     """One UPDATE for all accessed engrams: pk -> (new stored RS, surfaced increment)."""
-    # Raw SQL: bulk_update's per-row CASE expressions cost ~40 ms of Python on the hot path.
+    # bulk_update's per-row CASE expressions cost ~40 ms of Python for 15 rows.
     when = connection.ops.adapt_datetimefield_value(now)
     values = " UNION ALL ".join(["SELECT %s AS id, %s AS rs, %s AS main"] * len(touched))
     params: list[Any] = [1 if injected else 0, when, when]
@@ -398,61 +432,66 @@ def recall(
 # --- inject ---------------------------------------------------------------------------------
 
 
-def _candidate_rows(pks: Iterable[int]) -> dict[int, Engram]:
-    return {e.pk: e for e in Engram.objects.filter(pk__in=list(pks)).only(*_CANDIDATE_FIELDS)}
+def _candidate_rows(pks: Iterable[int]) -> dict[int, _Row]:
+    wanted = sorted(set(pks))
+    if not wanted:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {_ROW_COLUMNS} FROM memory_engram e "
+            f"WHERE e.id IN ({', '.join(['%s'] * len(wanted))})",
+            wanted,
+        )
+        return {row.pk: row for row in map(_Row.of, cursor.fetchall())}
 
 
 def _spread_targets(
     *,
     owner: Any,
-    main: Sequence[ranking.Picked],
-    pk_of: dict[str, int],
-    exclude: set[str],
+    sources: dict[int, str],
+    exclude_pks: set[int],
     scopes: tuple[str, ...] | None,
     patterns: tuple[str, ...] | None,
     now: datetime,
     decay_base: float,
-) -> tuple[dict[str, list[tuple[str, float]]], dict[str, Engram], dict[int, float]]:
-    """Outgoing associations of the main picks to visible, valid, active engrams (2 queries).
+) -> tuple[dict[str, list[tuple[str, float]]], dict[str, _Row], dict[int, float]]:
+    """Associations of the main picks (pk -> id) to visible, valid, active engrams (2 queries).
 
-    Co-access strengths are decayed at read time; targets in the dormant band are left out.
+    One hop along outgoing edges; co-access strengths are decayed at read time; targets in the
+    dormant band are left out.
     """
-    sources = {pk_of[p.id]: p.id for p in main}
-    qs = Association.objects.filter(
-        source_id__in=list(sources),
-        target__owner=owner,
-        target__status=Engram.Status.ACTIVE,
-    ).exclude(target__engram_id__in=list(exclude))
-    if scopes is not None:
-        qs = qs.filter(target__scope__in=list(scopes))
-    qs = qs.filter(
-        Q(target__valid_from__isnull=True) | Q(target__valid_from__lte=now),
-        Q(target__valid_until__isnull=True) | Q(target__valid_until__gt=now),
+    flt = search.make_filter(
+        owner,
+        scopes=scopes,
+        scope_patterns=patterns,
+        statuses=INJECT_STATUSES,
+        valid_at=now,
+        exclude_pks=exclude_pks,
     )
-    edges = list(
-        qs.select_related("target").only(
-            "source_id",
-            "type",
-            "strength",
-            "updated_at",
-            *(f"target__{name}" for name in _CANDIDATE_FIELDS if name != "id"),
+    if flt.is_empty:
+        return {}, {}, {}
+    where, params = search.where_clause("e", flt, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT a.source_id, a.type, a.strength, a.updated_at, {_ROW_COLUMNS} "
+            "FROM memory_association a JOIN memory_engram e ON e.id = a.target_id "
+            f"WHERE a.source_id IN ({', '.join(['%s'] * len(sources))}) AND {where}",
+            [*sources, *params],
         )
-    )
-    if patterns is not None:
-        edges = [a for a in edges if scope_allowed(list(patterns), a.target.scope)]
-    targets = {a.target.pk: a.target for a in edges}
-    strengths = effective_strengths(list(targets.values()), now=now, decay_base=decay_base)
+        edges = [
+            (row[0], row[1], float(row[2]), _aware(row[3]), _Row.of(row[4:])) for row in cursor
+        ]
+    targets = {target.pk: target for *_, target in edges}
+    strengths = _strengths(list(targets.values()), now=now, decay_base=decay_base)
     out: dict[str, list[tuple[str, float]]] = {}
-    by_id: dict[str, Engram] = {}
-    for assoc in edges:
-        target = assoc.target
+    by_id: dict[str, _Row] = {}
+    for source_pk, kind, strength, updated_at, target in edges:
         if activation.band(strengths[target.pk]) not in SPREAD_BANDS:
             continue
-        strength = assoc.strength
-        if assoc.type == Association.Type.CO_ACCESSED:
-            days = max(0.0, (now - assoc.updated_at).total_seconds() / SECONDS_PER_DAY)
+        if kind == Association.Type.CO_ACCESSED:
+            days = max(0.0, (now - updated_at).total_seconds() / SECONDS_PER_DAY)
             strength = coaccess.decayed_coaccess_strength(strength, days)
-        out.setdefault(sources[assoc.source_id], []).append((target.engram_id, strength))
+        out.setdefault(sources[source_pk], []).append((target.engram_id, strength))
         by_id[target.engram_id] = target
     return out, by_id, strengths
 
@@ -508,7 +547,7 @@ def inject(
     lexical_pks = {pk for pk, _ in legs.lexical}
     cosine_of = dict(legs.dense)
     rows = _candidate_rows(lexical_pks | set(cosine_of))
-    strengths = effective_strengths(list(rows.values()), now=now, decay_base=decay_base)
+    strengths = _strengths(list(rows.values()), now=now, decay_base=decay_base)
     fused = ranking.rrf(
         [[str(pk) for pk, _ in legs.lexical], [str(pk) for pk, _ in legs.dense]],
         tiebreak={str(pk): rs for pk, rs in strengths.items()},
@@ -551,9 +590,8 @@ def inject(
     if selection.main:
         associations, targets, target_strengths = _spread_targets(
             owner=owner,
-            main=selection.main,
-            pk_of=pk_of,
-            exclude={p.id for p in selection.items},
+            sources={pk_of[p.id]: p.id for p in selection.main},
+            exclude_pks={pk_of[p.id] for p in selection.items},
             scopes=exact,
             patterns=patterns,
             now=now,

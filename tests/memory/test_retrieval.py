@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory import activation, coaccess, search
+from memory import activation, coaccess
 from memory.models import ActivityDay, Association, Engram, Injection
 from memory.ranking import HEADER_TOKENS, MAX_FUSED, RENDER_MAX_CHARS, line_tokens
 from memory.services.retrieval import inject, recall, visible_scopes
@@ -29,13 +29,6 @@ REVIEW = "Review dependency updates before merging them"
 DEPS_PROMPT = "dependency versions lock file"
 LOGGING_PROMPT = "How should I set up logging in production?"
 UNRELATED_PROMPT = "What is a good recipe for banana bread with walnuts?"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_index() -> Any:
-    search.dense_index_clear()
-    yield
-    search.dense_index_clear()
 
 
 def mk(owner: Any, key: str, statement: str, **overrides: Any) -> Engram:

@@ -24,13 +24,6 @@ STORE = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fresh_index() -> Any:
-    search.dense_index_clear()
-    yield
-    search.dense_index_clear()
-
-
 @pytest.fixture
 def store(owner: Any) -> dict[str, Engram]:
     return {
