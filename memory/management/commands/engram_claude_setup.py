@@ -15,12 +15,12 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.errors import ApiError
 from memory.forms import TokenForm
 from memory.hookclient import DEFAULT_URL, HOOK_PATH
+from memory.management.owner import resolve_owner
 from memory.models import ApiToken
 from memory.services.engrams import validate_scope
 
@@ -142,7 +142,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        owner = self._owner(options.get("user"))
+        owner = resolve_owner(options.get("user"))
         url = (options.get("url") or settings.SITE_URL or DEFAULT_URL).rstrip("/")
         scope = options.get("scope") or None
         command = None
@@ -203,15 +203,3 @@ class Command(BaseCommand):
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)  # atomic: Claude Code never reads a half-written file
-
-    def _owner(self, username: str | None) -> Any:
-        User = get_user_model()
-        if username:
-            try:
-                return User.objects.get(username=username)
-            except User.DoesNotExist:
-                raise CommandError(f"No user named {username!r}.") from None
-        owner = User.objects.filter(is_superuser=True).order_by("pk").first()
-        if owner is None:
-            raise CommandError("No owner account yet: run `manage.py engram_bootstrap` first.")
-        return owner

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.forms import TokenForm
+from memory.management.owner import resolve_owner
 from memory.models import ApiToken
 
 
@@ -38,18 +38,6 @@ class Command(BaseCommand):
         else:
             self._revoke(options["token"])
 
-    def _owner(self, username: str | None) -> Any:
-        User = get_user_model()
-        if username:
-            try:
-                return User.objects.get(username=username)
-            except User.DoesNotExist:
-                raise CommandError(f"No user named {username!r}.") from None
-        owner = User.objects.filter(is_superuser=True).order_by("pk").first()
-        if owner is None:
-            raise CommandError("No owner account yet: run `manage.py engram_bootstrap` first.")
-        return owner
-
     def _create(self, options: dict[str, Any]) -> None:
         form = TokenForm({"name": options["name"], "scopes": options["scopes"]})
         if not form.is_valid():
@@ -57,7 +45,7 @@ class Command(BaseCommand):
                 f"{k}: {' '.join(str(e) for e in v)}" for k, v in form.errors.items()
             )
             raise CommandError(errors)
-        owner = self._owner(options.get("user"))
+        owner = resolve_owner(options.get("user"))
         token, raw = ApiToken.issue(
             owner=owner, name=form.cleaned_data["name"], scopes=form.cleaned_data["scopes"]
         )
