@@ -10,9 +10,9 @@ from django.utils import timezone
 
 from memory.models import Engram, OwnerSettings
 from memory.selectors import QUADRANT_NAMES, SORTS, EngramQuery, EpisodeQuery
+from memory.services.engrams import SCOPE_RE
 
 SCOPE_PATTERN = re.compile(r"^(\*|global|(project|agent|command|space):[\w.\-/*]+)$")
-ENGRAM_SCOPE = re.compile(r"^(global|(project|agent|command|space):[\w.\-/]{1,180})$")
 BAND_CHOICES = [
     ("active", "active"),
     ("fading", "fading"),
@@ -68,7 +68,7 @@ class EngramFilterForm(forms.Form):
 
     def clean_scope(self) -> str:
         scope: str = self.cleaned_data.get("scope", "").strip()
-        if scope and not ENGRAM_SCOPE.match(scope):
+        if scope and not SCOPE_RE.match(scope):
             raise forms.ValidationError(
                 "Use global, or project:NAME (also agent:, command:, space:)."
             )
@@ -155,7 +155,7 @@ class EngramEditForm(forms.Form):
 
     def clean_scope(self) -> str:
         scope: str = self.cleaned_data["scope"].strip()
-        if not ENGRAM_SCOPE.match(scope):
+        if not SCOPE_RE.match(scope):
             raise forms.ValidationError(
                 "Use global, or project:NAME (also agent:, command:, space:)."
             )
