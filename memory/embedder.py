@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.resources
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -225,17 +226,31 @@ def get_embedder(
     model_path: Path | str | None = None,
     tokenizer_path: Path | str | None = None,
     *,
-    threads: int = DEFAULT_THREADS,
+    threads: int | None = None,
 ) -> Embedder:
-    """The process-wide embedder, loaded on first call; later calls' arguments are ignored."""
+    """The process-wide embedder, loaded on first call; later calls' arguments are ignored.
+
+    `threads` defaults to the ENGRAM_EMBEDDER_THREADS setting when Django is configured.
+    """
     global _instance
     instance = _instance
     if instance is None:
         with _instance_lock:
             if _instance is None:
-                _instance = Embedder(model_path, tokenizer_path, threads=threads)
+                _instance = Embedder(model_path, tokenizer_path, threads=threads or _threads())
             instance = _instance
     return instance
+
+
+def _threads() -> int:
+    """ENGRAM_EMBEDDER_THREADS when running under Django; this module never imports Django."""
+    conf = sys.modules.get("django.conf")
+    if conf is None:
+        return DEFAULT_THREADS
+    try:
+        return int(getattr(conf.settings, "ENGRAM_EMBEDDER_THREADS", DEFAULT_THREADS))
+    except Exception:  # settings not configured (a script using the embedder alone)
+        return DEFAULT_THREADS
 
 
 def reset_embedder() -> None:

@@ -51,5 +51,5 @@ class EmbeddingField(models.Field):
         if array.shape != (self.dimensions,):
             raise ValueError(f"expected {self.dimensions} dimensions, got shape {array.shape}")
         if connection.vendor == "postgresql":
-            return "[" + ",".join(repr(float(x)) for x in array) + "]"
+            return "[" + ",".join(map(repr, array.tolist())) + "]"
         return array.tobytes()

@@ -171,13 +171,25 @@ class IdSequence(models.Model):
     @classmethod
     def next_id(cls, *, owner: Any, prefix: str, when: datetime | None = None) -> str:
         """Allocate the next `PREFIX-YYYY-MMDD-NNN` id; safe under concurrent writers."""
+        return cls.next_ids(owner=owner, prefix=prefix, when=when, count=1)[0]
+
+    @classmethod
+    def next_ids(
+        cls, *, owner: Any, prefix: str, when: datetime | None = None, count: int
+    ) -> list[str]:
+        """Reserve `count` consecutive ids of one day in one step (a batch of writes)."""
+        if count < 1:
+            return []
         day: date = (when or timezone.now()).date()
         with transaction.atomic():
             seq, _ = cls.objects.get_or_create(owner=owner, prefix=prefix, day=day)
             # The conditional UPDATE takes the row lock, so two writers never get one number.
-            cls.objects.filter(pk=seq.pk).update(value=F("value") + 1)
-            value = cls.objects.values_list("value", flat=True).get(pk=seq.pk)
-        return f"{prefix}-{day:%Y}-{day:%m%d}-{value:03d}"
+            cls.objects.filter(pk=seq.pk).update(value=F("value") + count)
+            last = cls.objects.values_list("value", flat=True).get(pk=seq.pk)
+        return [
+            f"{prefix}-{day:%Y}-{day:%m%d}-{value:03d}"
+            for value in range(last - count + 1, last + 1)
+        ]
 
 
 # --- Engrams ------------------------------------------------------------------------------

@@ -433,7 +433,7 @@ def dense(
 
 
 def _vector_literal(vector: np.ndarray) -> str:
-    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+    return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
 
 
 def _dense_pg_sql(
@@ -781,3 +781,79 @@ def nearest(
     # The vectors are rarely needed by callers and cost more to parse than the rest of the row.
     rows = Engram.objects.defer("embedding").in_bulk([pk for pk, _ in hits])
     return [(rows[pk], cosine) for pk, cosine in hits if pk in rows]
+
+
+def _dense_pg_many(
+    connection: BaseDatabaseWrapper,
+    using: str,
+    flt: Filter,
+    queries: Sequence[np.ndarray],
+    limit: int,
+) -> list[list[tuple[int, float]]]:
+    """Several dense queries under one filter in one round trip (a LATERAL join per vector)."""
+    where, wparams = where_clause("e", flt, connection)
+    ef = max(EF_SEARCH_MIN, min(EF_SEARCH_MAX, 2 * limit))
+    settings = f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+
+    def sql(order: str) -> str:
+        return (
+            "SELECT q.i, h.id, h.distance "
+            "FROM unnest(%s::text[]::vector[]) WITH ORDINALITY AS q(v, i) "
+            "CROSS JOIN LATERAL (SELECT e.id, (e.embedding <=> q.v) AS distance "
+            f"FROM memory_engram e WHERE e.embedding IS NOT NULL AND {where} "
+            f"ORDER BY {order} LIMIT %s) h"
+        )
+
+    out: list[list[tuple[int, float]]] = [[] for _ in queries]
+
+    def run(cursor: Any, order: str, positions: list[int]) -> None:
+        literals = [_vector_literal(queries[p]) for p in positions]
+        cursor.execute(sql(order), [literals, *wparams, limit])
+        found: dict[int, list[tuple[int, float]]] = {p: [] for p in positions}
+        for i, pk, distance in cursor.fetchall():
+            found[positions[int(i) - 1]].append((int(pk), 1.0 - float(distance)))
+        for position, hits in found.items():
+            hits.sort(key=lambda hit: (-hit[1], hit[0]))
+            out[position] = hits
+
+    with transaction.atomic(using=using), connection.cursor() as cursor:
+        cursor.execute(settings)
+        run(cursor, "e.embedding <=> q.v", list(range(len(queries))))
+        short = [p for p, hits in enumerate(out) if len(hits) < limit]
+        if short:
+            # As in one dense query: fewer than k rows means a small filter or a scan limit.
+            run(cursor, "(e.embedding <=> q.v) + 0", short)
+    return out
+
+
+def nearest_many(
+    *,
+    owner: Any,
+    vectors: Sequence[np.ndarray] | np.ndarray,
+    scopes: Sequence[str],
+    limit: int = 10,
+) -> list[list[tuple[Engram, float]]]:
+    """`nearest` for many vectors, each within its own scope, live engrams; few queries."""
+    if len(vectors) != len(scopes):
+        raise ValueError("one scope per vector")
+    limit = _clamp_limit(limit)
+    statuses = [s for s in Engram.Status.values if s != Engram.Status.RETIRED]
+    connection = connections["default"]
+    hits: list[list[tuple[int, float]]] = [[] for _ in vectors]
+    if limit == 0 or len(vectors) == 0:
+        return [[] for _ in hits]
+    by_scope: dict[str, list[int]] = {}
+    for position, scope in enumerate(scopes):
+        by_scope.setdefault(scope, []).append(position)
+    for scope, positions in by_scope.items():
+        flt = make_filter(owner, scopes=[scope], statuses=statuses)
+        queries = [_unit(vectors[p]) for p in positions]
+        if connection.vendor == "postgresql":
+            found = _dense_pg_many(connection, "default", flt, queries, limit)
+        else:
+            found = [_dense_sqlite(connection, flt, q, limit) for q in queries]
+        for position, scope_hits in zip(positions, found, strict=True):
+            hits[position] = scope_hits
+    wanted = {pk for scope_hits in hits for pk, _ in scope_hits}
+    rows = Engram.objects.defer("embedding").in_bulk(list(wanted)) if wanted else {}
+    return [[(rows[pk], cosine) for pk, cosine in scope_hits if pk in rows] for scope_hits in hits]

@@ -22,10 +22,16 @@ def _local_day(when: datetime) -> date:
 
 def activity_mark(*, owner: Any, scope: str, when: datetime | None = None) -> None:
     """Record that `scope` (and so the owner, whose days drive `global`) was active that day."""
+    activities_mark(owner=owner, scopes=[scope], when=when)
+
+
+def activities_mark(*, owner: Any, scopes: Iterable[str], when: datetime | None = None) -> None:
+    """`activity_mark` for several scopes in one query."""
     day = _local_day(when or timezone.now())
-    scopes = {scope, GLOBAL_SCOPE}
+    wanted = {*scopes, GLOBAL_SCOPE}
     ActivityDay.objects.bulk_create(
-        [ActivityDay(owner=owner, scope=s, day=day) for s in scopes], ignore_conflicts=True
+        [ActivityDay(owner=owner, scope=s, day=day) for s in sorted(wanted)],
+        ignore_conflicts=True,
     )
 
 

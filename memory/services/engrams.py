@@ -25,8 +25,8 @@ from memory.models import (
     OwnerSettings,
     ReviewItem,
 )
-from memory.services.activity import activity_mark, effective_strength, reanchor
-from memory.services.events import event_record
+from memory.services.activity import activities_mark, activity_mark, effective_strength, reanchor
+from memory.services.events import event_record, events_record
 
 MERGE_COSINE = 0.92
 RELATED_COSINE = 0.75
@@ -215,9 +215,29 @@ def _relation(new: Engram, other: Engram, cosine: float) -> str | None:
     return "semantic"
 
 
-def engram_learn(
+@dataclass
+class Draft:
+    """One validated learn request: the new engram's fields, nothing written yet."""
+
+    fields: dict[str, Any]
+    explicit: bool
+    digest: str
+
+    @property
+    def scope(self) -> str:
+        return str(self.fields["scope"])
+
+    @property
+    def statement(self) -> str:
+        return str(self.fields["statement"])
+
+    @property
+    def source(self) -> str:
+        return str(self.fields["source"])
+
+
+def learn_draft(
     *,
-    owner: Any,
     statement: str,
     scope: str = "global",
     type: str = Engram.Type.BEHAVIORAL,
@@ -235,11 +255,8 @@ def engram_learn(
     visibility: str = Engram.Visibility.PRIVATE,
     valid_from: datetime | None = None,
     valid_until: datetime | None = None,
-    actor: str = "agent",
-    now: datetime | None = None,
-    vector: np.ndarray | None = None,
-) -> LearnResult:
-    """The write path in DESIGN: scan, normalise and hash, recurrence, embed, relate, status."""
+) -> Draft:
+    """Step 1 of the write path: validate every field and scan the text (raises ApiError)."""
     statement = _text("statement", statement, limit=MAX_STATEMENT_CHARS, required=True)
     rationale = _text("rationale", rationale)
     scope = validate_scope(scope)
@@ -258,143 +275,233 @@ def engram_learn(
     if valid_from and valid_until and valid_until <= valid_from:
         raise InvalidInput("valid_until", "must be after valid_from")
     check_text(statement, rationale, trigger_context, domain, *tag_list, *contra)
+    return Draft(
+        fields={
+            "type": type,
+            "scope": scope,
+            "visibility": visibility,
+            "polarity": polarity,
+            "statement": statement,
+            "rationale": rationale,
+            "tags": tag_list,
+            "domain": domain,
+            "entities": entities or [],
+            "contraindications": contra,
+            "source": source,
+            "emotional_weight": ew,
+            "confidence": conf,
+            "trigger_context": trigger_context,
+            "valid_from": valid_from,
+            "valid_until": valid_until,
+        },
+        explicit=source in USER_SOURCES or direct_instruction,
+        digest=textnorm.content_hash(statement),
+    )
 
+
+def _build(
+    owner: Any,
+    draft: Draft,
+    *,
+    engram_id: str,
+    status: str,
+    vector: np.ndarray,
+    actor: str,
+    now: datetime,
+) -> Engram:
+    engram = Engram(
+        owner=owner,
+        engram_id=engram_id,
+        status=status,
+        learned_at=now,
+        rs_anchor_at=now,
+        created_at=now,
+        updated_at=now,
+        content_hash=draft.digest,
+        embedding=vector,
+        embedding_model=_embedding_model(),
+        provenance={"origin": "local", "source": draft.source, "actor": actor},
+        **draft.fields,
+    )
+    engram.search_text = search_text_of(engram)
+    return engram
+
+
+@dataclass
+class _Writes:
+    """Rows that relating new engrams asks for, written together once the engrams are saved."""
+
+    owner: Any
+    actor: str
+    now: datetime
+    reviews: list[ReviewItem] = field(default_factory=list)
+    associations: list[Association] = field(default_factory=list)
+    events: list[tuple[str, Engram, dict[str, Any]]] = field(default_factory=list)
+
+    def flush(self) -> None:
+        ReviewItem.objects.bulk_create(self.reviews)
+        Association.objects.bulk_create(self.associations, ignore_conflicts=True)
+        events_record(self.owner, self.events, actor=self.actor, when=self.now)
+
+
+def _relate(
+    engram: Engram, neighbours: Sequence[tuple[Engram, float]], writes: _Writes
+) -> tuple[str, list[dict[str, Any]]]:
+    """Step 3: merge proposal, semantic association or contradiction pair for each neighbour.
+
+    Decides the new engram's final status (a near-duplicate waits as a candidate) and queues
+    its review items, associations and events; the engram itself is saved by the caller.
+    """
+    outcome = "created"
+    related: list[dict[str, Any]] = []
+    merge_target: Engram | None = None
+    for other, cosine in neighbours:
+        relation = _relation(engram, other, cosine)
+        if relation is None:
+            continue
+        cos = round(cosine, 4)
+        related.append({"id": other.engram_id, "cosine": cos, "relation": relation})
+        if relation == "contradiction":
+            outcome = "contradiction_flagged"
+            writes.reviews.append(
+                ReviewItem(
+                    owner=writes.owner,
+                    kind=ReviewItem.Kind.CONTRADICTION,
+                    engram=engram,
+                    other=other,
+                    payload={"cosine": cos},
+                    reason=f"{engram.engram_id} may contradict {other.engram_id}",
+                )
+            )
+            writes.events.append(
+                ("contradiction_detected", engram, {"other": other.engram_id, "cosine": cos})
+            )
+        elif relation == "merge" and merge_target is None:
+            merge_target = other
+            if outcome == "created":
+                outcome = "merge_proposed"
+            writes.reviews.append(
+                ReviewItem(
+                    owner=writes.owner,
+                    kind=ReviewItem.Kind.MERGE,
+                    engram=engram,
+                    other=other,
+                    payload={"cosine": cos},
+                    reason=f"{engram.engram_id} repeats {other.engram_id}",
+                )
+            )
+        if relation in {"semantic", "merge"} and cosine < MERGE_COSINE:
+            strength = coaccess.semantic_association_strength(cosine)
+            for src, dst in ((engram, other), (other, engram)):
+                writes.associations.append(
+                    Association(
+                        owner=writes.owner,
+                        source=src,
+                        target=dst,
+                        type=Association.Type.SEMANTIC,
+                        strength=strength,
+                        updated_at=writes.now,
+                    )
+                )
+    if merge_target is not None:
+        # A near-duplicate waits as a candidate until the merge proposal is decided.
+        engram.status = Engram.Status.CANDIDATE
+    elif engram.status == Engram.Status.CANDIDATE:
+        writes.reviews.append(
+            ReviewItem(
+                owner=writes.owner,
+                kind=ReviewItem.Kind.CANDIDATE,
+                engram=engram,
+                reason=f"New lesson from {engram.source}",
+            )
+        )
+    writes.events.append(
+        (
+            "engram_created",
+            engram,
+            {
+                "status": engram.status,
+                "scope": engram.scope,
+                "source": engram.source,
+                "outcome": outcome,
+            },
+        )
+    )
+    return outcome, related
+
+
+def _status(draft: Draft, auto_approve: bool) -> str:
+    """Step 4: explicit instructions are active; inferred lessons wait unless auto-approved."""
+    return Engram.Status.ACTIVE if draft.explicit or auto_approve else Engram.Status.CANDIDATE
+
+
+def _recur(
+    owner: Any, existing: Engram, times: int, sources: Sequence[str], actor: str, now: datetime
+) -> Engram:
+    """Step 2: the same statement again in the same scope counts, once per repeat."""
+    Engram.objects.filter(pk=existing.pk).update(
+        derivation_count=F("derivation_count") + times, updated_at=now
+    )
+    start = existing.derivation_count
+    existing.refresh_from_db()
+    events_record(
+        owner,
+        [
+            ("recurrence_detected", existing, {"derivation_count": start + n, "source": source})
+            for n, source in enumerate(sources, start=1)
+        ],
+        actor=actor,
+        when=now,
+    )
+    return existing
+
+
+def engram_learn(
+    *,
+    owner: Any,
+    actor: str = "agent",
+    now: datetime | None = None,
+    vector: np.ndarray | None = None,
+    **fields: Any,
+) -> LearnResult:
+    """The write path in DESIGN: scan, normalise and hash, recurrence, embed, relate, status.
+
+    `fields` are those of `learn_draft` (statement, scope, type, polarity, rationale, …).
+    """
+    draft = learn_draft(**fields)
     now = now or timezone.now()
-    digest = textnorm.content_hash(statement)
     with transaction.atomic():
         existing = (
             Engram.objects.for_owner(owner)
             .live()
-            .filter(scope=scope, content_hash=digest)
+            .filter(scope=draft.scope, content_hash=draft.digest)
             .select_for_update()
             .first()
         )
         if existing is not None:
-            Engram.objects.filter(pk=existing.pk).update(
-                derivation_count=F("derivation_count") + 1, updated_at=now
-            )
-            existing.refresh_from_db()
-            event_record(
-                owner=owner,
-                event="recurrence_detected",
-                engram=existing,
-                actor=actor,
-                data={"derivation_count": existing.derivation_count, "source": source},
-                when=now,
-            )
-            activity_mark(owner=owner, scope=scope, when=now)
+            _recur(owner, existing, 1, [draft.source], actor, now)
+            activity_mark(owner=owner, scope=draft.scope, when=now)
             return LearnResult(existing, "recurrence")
 
         if vector is None:
-            vector = embed_texts([statement])[0]
-        explicit = source in USER_SOURCES or direct_instruction
-        status = (
-            Engram.Status.ACTIVE if explicit or _auto_approve(owner) else Engram.Status.CANDIDATE
-        )
-        engram = Engram(
-            owner=owner,
+            vector = embed_texts([draft.statement])[0]
+        engram = _build(
+            owner,
+            draft,
             engram_id=IdSequence.next_id(owner=owner, prefix="ENG", when=now),
-            status=status,
-            type=type,
-            scope=scope,
-            visibility=visibility,
-            polarity=polarity,
-            statement=statement,
-            rationale=rationale,
-            tags=tag_list,
-            domain=domain,
-            entities=entities or [],
-            contraindications=contra,
-            source=source,
-            emotional_weight=ew,
-            confidence=conf,
-            trigger_context=trigger_context,
-            valid_from=valid_from,
-            valid_until=valid_until,
-            learned_at=now,
-            rs_anchor_at=now,
-            created_at=now,
-            updated_at=now,
-            content_hash=digest,
-            embedding=vector,
-            embedding_model=_embedding_model(),
-            provenance={"origin": "local", "source": source, "actor": actor},
+            status=_status(draft, not draft.explicit and _auto_approve(owner)),
+            vector=vector,
+            actor=actor,
+            now=now,
         )
-        engram.search_text = search_text_of(engram)
         from memory.search import nearest
 
-        neighbours = nearest(owner=owner, vector=vector, scope=scope, limit=NEIGHBOURS)
+        neighbours = nearest(owner=owner, vector=vector, scope=draft.scope, limit=NEIGHBOURS)
+        writes = _Writes(owner, actor, now)
+        outcome, related = _relate(engram, neighbours, writes)
         engram.save()
-
-        outcome = "created"
-        related: list[dict[str, Any]] = []
-        merge_target: Engram | None = None
-        for other, cosine in neighbours:
-            relation = _relation(engram, other, cosine)
-            if relation is None:
-                continue
-            related.append(
-                {"id": other.engram_id, "cosine": round(cosine, 4), "relation": relation}
-            )
-            if relation == "contradiction":
-                outcome = "contradiction_flagged"
-                ReviewItem.objects.create(
-                    owner=owner,
-                    kind=ReviewItem.Kind.CONTRADICTION,
-                    engram=engram,
-                    other=other,
-                    payload={"cosine": round(cosine, 4)},
-                    reason=f"{engram.engram_id} may contradict {other.engram_id}",
-                )
-                event_record(
-                    owner=owner,
-                    event="contradiction_detected",
-                    engram=engram,
-                    actor=actor,
-                    data={"other": other.engram_id, "cosine": round(cosine, 4)},
-                    when=now,
-                )
-            elif relation == "merge" and merge_target is None:
-                merge_target = other
-                if outcome == "created":
-                    outcome = "merge_proposed"
-                ReviewItem.objects.create(
-                    owner=owner,
-                    kind=ReviewItem.Kind.MERGE,
-                    engram=engram,
-                    other=other,
-                    payload={"cosine": round(cosine, 4)},
-                    reason=f"{engram.engram_id} repeats {other.engram_id}",
-                )
-            if relation in {"semantic", "merge"} and cosine < MERGE_COSINE:
-                strength = coaccess.semantic_association_strength(cosine)
-                for src, dst in ((engram, other), (other, engram)):
-                    Association.objects.update_or_create(
-                        source=src,
-                        target=dst,
-                        type=Association.Type.SEMANTIC,
-                        defaults={"owner": owner, "strength": strength, "updated_at": now},
-                    )
-        if merge_target is not None and engram.status != Engram.Status.CANDIDATE:
-            # A near-duplicate waits as a candidate until the merge proposal is decided.
-            engram.status = Engram.Status.CANDIDATE
-            engram.save(update_fields=["status"])
-        if engram.status == Engram.Status.CANDIDATE and merge_target is None:
-            ReviewItem.objects.create(
-                owner=owner,
-                kind=ReviewItem.Kind.CANDIDATE,
-                engram=engram,
-                reason=f"New lesson from {source}",
-            )
-        event_record(
-            owner=owner,
-            event="engram_created",
-            engram=engram,
-            actor=actor,
-            data={"status": engram.status, "scope": scope, "source": source, "outcome": outcome},
-            when=now,
-        )
-        activity_mark(owner=owner, scope=scope, when=now)
+        writes.flush()
+        activity_mark(owner=owner, scope=draft.scope, when=now)
     return LearnResult(engram, outcome, related)
 
 
@@ -406,25 +513,109 @@ LEARN_FIELDS = {
 
 
 def engram_learn_batch(
-    *, owner: Any, items: Sequence[Mapping[str, Any]], actor: str = "agent"
+    *,
+    owner: Any,
+    items: Sequence[Mapping[str, Any]],
+    actor: str = "agent",
+    now: datetime | None = None,
 ) -> list[LearnResult | ApiError]:
-    """Learn many items with one embedding batch; each item succeeds or fails on its own."""
-    statements: list[str] = []
-    for item in items:
-        value = item.get("statement")
-        statements.append(value.strip() if isinstance(value, str) and value.strip() else " ")
-    vectors: Any = embed_texts(statements) if items else []
-    results: list[LearnResult | ApiError] = []
-    for item, vector in zip(items, vectors, strict=True):
-        unknown = set(item) - LEARN_FIELDS
+    """Learn many items as if one after another, in a few queries; bad items fail alone.
+
+    Each item is validated on its own (an invalid one becomes its ApiError and writes
+    nothing). The valid ones are written together: one embedding batch for the new
+    statements, one recurrence lookup, one id block, one nearest-neighbour query per scope
+    (an earlier item of the batch counts as a neighbour of a later one, as it would one by
+    one), and bulk inserts.
+    """
+    results: list[LearnResult | ApiError | None] = [None] * len(items)
+    drafts: list[tuple[int, Draft]] = []
+    for index, item in enumerate(items):
         try:
+            unknown = set(item) - LEARN_FIELDS
             if unknown:
                 raise InvalidInput(sorted(unknown)[0], "unknown field")
-            with transaction.atomic():
-                results.append(engram_learn(owner=owner, actor=actor, vector=vector, **dict(item)))
+            drafts.append((index, learn_draft(**dict(item))))
         except ApiError as exc:
-            results.append(exc)
-    return results
+            results[index] = exc
+        except TypeError:
+            results[index] = InvalidInput("items", "each item must be an object")
+    if drafts:
+        now = now or timezone.now()
+        with transaction.atomic():
+            _learn_drafts(owner, drafts, results, actor=actor, now=now)
+    done = [r for r in results if r is not None]
+    assert len(done) == len(items), "every item has a result"
+    return done
+
+
+def _learn_drafts(
+    owner: Any,
+    drafts: Sequence[tuple[int, Draft]],
+    results: list[LearnResult | ApiError | None],
+    *,
+    actor: str,
+    now: datetime,
+) -> None:
+    from memory.search import nearest_many
+
+    # Step 2 for the whole batch: against the store, then within the batch.
+    stored = {
+        (e.scope, e.content_hash): e
+        for e in Engram.objects.for_owner(owner)
+        .live()
+        .filter(
+            scope__in={d.scope for _, d in drafts},
+            content_hash__in={d.digest for _, d in drafts},
+        )
+        .select_for_update()
+    }
+    fresh: list[tuple[int, Draft]] = []
+    first: dict[tuple[str, str], int] = {}  # key -> position in fresh
+    repeats: dict[tuple[str, str], list[tuple[int, str]]] = {}  # key -> (index, source)
+    for index, draft in drafts:
+        key = (draft.scope, draft.digest)
+        if key in stored or key in first:
+            repeats.setdefault(key, []).append((index, draft.source))
+        else:
+            first[key] = len(fresh)
+            fresh.append((index, draft))
+
+    created: list[Engram] = []
+    if fresh:
+        auto = any(not d.explicit for _, d in fresh) and _auto_approve(owner)
+        ids = IdSequence.next_ids(owner=owner, prefix="ENG", when=now, count=len(fresh))
+        scopes = [d.scope for _, d in fresh]
+        writes = _Writes(owner, actor, now)
+        vectors = embed_texts([d.statement for _, d in fresh])
+        store_hits = nearest_many(owner=owner, vectors=vectors, scopes=scopes, limit=NEIGHBOURS)
+        within = vectors @ vectors.T
+        for j, (index, draft) in enumerate(fresh):
+            engram = _build(
+                owner,
+                draft,
+                engram_id=ids[j],
+                status=_status(draft, auto),
+                vector=vectors[j],
+                actor=actor,
+                now=now,
+            )
+            # Earlier items of this batch in the same scope are neighbours too.
+            candidates = list(store_hits[j]) + [
+                (created[i], float(within[j, i])) for i in range(j) if scopes[i] == draft.scope
+            ]
+            candidates.sort(key=lambda hit: -hit[1])
+            outcome, related = _relate(engram, candidates[:NEIGHBOURS], writes)
+            created.append(engram)
+            results[index] = LearnResult(engram, outcome, related)
+        Engram.objects.bulk_create(created)
+        writes.flush()
+
+    for key, repeated in repeats.items():
+        target = stored.get(key) or created[first[key]]
+        engram = _recur(owner, target, len(repeated), [s for _, s in repeated], actor, now)
+        for index, _ in repeated:
+            results[index] = LearnResult(engram, "recurrence")
+    activities_mark(owner=owner, scopes={d.scope for _, d in drafts}, when=now)
 
 
 # --- edit, retire, reinforce, consolidate ---------------------------------------------------

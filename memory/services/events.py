@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -33,7 +34,7 @@ def event_record(
 
 def events_record(
     owner: Any,
-    rows: list[tuple[str, Engram | None, dict[str, Any]]],
+    rows: Sequence[tuple[str, Engram | None, dict[str, Any]]],
     *,
     actor: str = "",
     when: datetime | None = None,

@@ -200,7 +200,7 @@ def visible_scopes(
 def _embed(text: str) -> Any:
     from memory.embedder import get_embedder
 
-    return get_embedder(threads=settings.ENGRAM_EMBEDDER_THREADS).embed_one(text)
+    return get_embedder().embed_one(text)
 
 
 def _run_legs(

@@ -165,6 +165,95 @@ def test_batch_learn_reports_each_item(owner: Any) -> None:
     assert Engram.objects.count() == 1
 
 
+MIXED_BATCH: list[dict[str, Any]] = [
+    {"statement": "Use ruff to lint the Python code", "source": "user"},
+    {"statement": "Keep database migrations small and reversible", "source": "user"},
+    {"statement": "Always use npm to install dependencies", "source": "user"},
+    {"statement": "Use ruff to lint Python code", "source": "user"},  # merge with item 0
+    {"statement": "use ruff to lint the python code!"},  # recurrence of item 0
+    {"statement": "Database migrations should be reversible", "source": "user"},  # semantic
+    {"statement": "Never use npm to install dependencies", "source": "user"},  # contradiction
+    {"statement": "The build cache lives in .cache/build"},  # candidate
+    {"statement": "Use ruff to lint the Python code", "scope": "project:other"},
+    {"statement": "Keep database migrations small and reversible", "source": "user"},
+]
+
+
+def _store_snapshot(owner: Any) -> dict[str, Any]:
+    """Everything the write path decides, by statement rather than by database id."""
+    engrams_ = Engram.objects.filter(owner=owner).order_by("engram_id")
+    return {
+        "engrams": [
+            (e.engram_id, e.statement, e.scope, e.status, e.derivation_count) for e in engrams_
+        ],
+        "reviews": sorted(
+            (r.kind, r.engram.statement, r.other.statement if r.other else "")
+            for r in ReviewItem.objects.filter(owner=owner)
+        ),
+        "links": sorted(
+            (a.source.statement, a.target.statement, round(a.strength, 3))
+            for a in Association.objects.filter(owner=owner)
+        ),
+        "events": sorted(
+            (ev.event, ev.engram_ref, json_key(ev.data))
+            for ev in LifecycleEvent.objects.filter(owner=owner)
+        ),
+        "days": sorted(ActivityDay.objects.filter(owner=owner).values_list("scope", flat=True)),
+    }
+
+
+def json_key(data: dict[str, Any]) -> str:
+    return repr(sorted(data.items()))
+
+
+def test_batch_learn_decides_exactly_as_learning_one_by_one(owner: Any, other_owner: Any) -> None:
+    one_by_one = [learn(owner, **item) for item in MIXED_BATCH]
+    batch = engrams.engram_learn_batch(owner=other_owner, items=MIXED_BATCH, now=T0)
+    assert all(isinstance(r, engrams.LearnResult) for r in batch)
+    assert [r.outcome for r in batch] == [r.outcome for r in one_by_one]  # type: ignore[union-attr]
+    assert [r.outcome for r in one_by_one] == [
+        "created", "created", "created", "merge_proposed", "recurrence", "created",
+        "contradiction_flagged", "created", "created", "recurrence",
+    ]  # fmt: skip
+    assert [r.related for r in batch] == [r.related for r in one_by_one]  # type: ignore[union-attr]
+    assert _store_snapshot(other_owner) == _store_snapshot(owner)
+
+
+def test_batch_learn_against_a_store_finds_stored_repeats_and_neighbours(owner: Any) -> None:
+    stored = learn(owner, "Use ruff to lint the Python code", source="user").engram
+    results = engrams.engram_learn_batch(
+        owner=owner,
+        items=[
+            {"statement": "USE RUFF to lint the python code"},
+            {"statement": "Use ruff to lint Python code", "source": "user"},
+            {"statement": "Use ruff to lint the Python code", "source": "agent"},
+        ],
+        now=T0,
+    )
+    assert [r.outcome for r in results] == ["recurrence", "merge_proposed", "recurrence"]  # type: ignore[union-attr]
+    stored.refresh_from_db()
+    assert stored.derivation_count == 3
+    counts = list(
+        LifecycleEvent.objects.filter(event="recurrence_detected")
+        .order_by("pk")
+        .values_list("data__derivation_count", flat=True)
+    )
+    assert counts == [2, 3]
+    merge = ReviewItem.objects.get(kind="merge")
+    assert merge.other == stored
+    assert Engram.objects.count() == 2
+
+
+def test_a_batch_that_fails_validation_everywhere_writes_nothing(owner: Any) -> None:
+    results = engrams.engram_learn_batch(
+        owner=owner, items=[{"statement": " "}, {"statement": "x", "scope": "bad scope"}]
+    )
+    assert [getattr(r, "code", None) for r in results] == ["validation_error"] * 2
+    assert not Engram.objects.exists()
+    assert not LifecycleEvent.objects.exists()
+    assert not ActivityDay.objects.exists()
+
+
 def test_editing_bumps_the_version_re_embeds_and_records_the_change(owner: Any) -> None:
     engram = learn(owner, "Use black for formatting", source="user").engram
     before = engram.embedding.copy()
