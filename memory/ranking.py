@@ -300,14 +300,24 @@ def select(
     consider_tokens: int = CONSIDER_TOKENS,
     diversity: float = DIVERSITY_COSINE,
     max_fused: float = MAX_FUSED,
+    scores: Mapping[str, float] | None = None,
 ) -> Selection:
     """Fill constraints/directives (active, ≤ max_main) and consider (next best and fading).
 
-    Candidates go by injection score (ties by id); one whose cosine to an already picked engram
-    is ≥ diversity is skipped; dormant and retiring bands are never picked. Every line plus the
-    header fits in budget_tokens, consider lines also in consider_tokens.
+    Candidates go by injection score (ties by id), or by `scores` when the caller has already
+    scored them; one whose cosine to an already picked engram is ≥ diversity is skipped;
+    dormant and retiring bands are never picked. Every line plus the header fits in
+    budget_tokens, consider lines also in consider_tokens.
     """
-    scored = [(c, candidate_score(c, max_fused=max_fused)) for c in candidates]
+    scored = [
+        (
+            c,
+            scores[c.id]
+            if scores is not None and c.id in scores
+            else candidate_score(c, max_fused=max_fused),
+        )
+        for c in candidates
+    ]
     scored = [(c, s) for c, s in scored if s > 0 and c.band in CONSIDER_BANDS]
     scored.sort(key=lambda pair: (-pair[1], pair[0].id))
 
@@ -451,3 +461,38 @@ def render(selection: Selection) -> str:
             out.append(line)
             size += extra
     return "".join(out)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A ranked item for `newest_variant_first`: its scope, variant key, recency and score."""
+
+    id: str
+    scope: str
+    key: str | None
+    recency: float  # larger is newer (learned_at as a timestamp)
+    score: float
+
+
+def newest_variant_first(items: Sequence[Variant]) -> dict[str, float]:
+    """New scores for variants of one rule (same scope and variant key) so the newest leads.
+
+    Within each group the members' scores are handed out again by recency: the newest gets the
+    group's best score, the next newest the second best, and so on. Nothing else moves, and
+    an older variant stays in the list (variants may hold together, as two decorators do).
+    Returns only the scores that changed.
+    """
+    groups: dict[tuple[str, str], list[Variant]] = {}
+    for item in items:
+        if item.key is not None:
+            groups.setdefault((item.scope, item.key), []).append(item)
+    changed: dict[str, float] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        scores = sorted((m.score for m in members), reverse=True)
+        newest = sorted(members, key=lambda m: (-m.recency, m.id))
+        for member, score in zip(newest, scores, strict=True):
+            if score != member.score:
+                changed[member.id] = score
+    return changed

@@ -87,3 +87,55 @@ def polarity_opposes(p1: str | None, p2: str | None) -> bool:
 def estimate_tokens(text: str) -> int:
     """Token estimate: ceil(characters / 4)."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+# --- variants of one rule ---------------------------------------------------------------------
+
+_VARIANT_TOKENS = re.compile(r"""'[^'\s][^']*'|"[^"]*"|`[^`]*`|\S+""")
+_QUOTED = re.compile(r"""^(?:'.*'|".*"|`.*`)$""")
+_CODE_CHARS = re.compile(r"""[\d_@/\\.:=#<>()\[\]{}$%+*|~^&]""")
+_EDGE_PUNCTUATION = ".,;:!?"
+# Words that carry a rule's direction: "never use X" and "always use X" are variants of one rule.
+_DIRECTION_WORDS = frozenset(
+    {
+        "always", "never", "do", "dont", "don't", "not", "no", "must", "mustn't", "mustnt",
+        "should", "shouldn't", "shouldnt", "use", "uses", "using", "avoid", "avoids", "avoiding",
+        "enable", "enables", "disable", "disables", "prefer", "prefers",
+    }
+)  # fmt: skip
+VALUE = "<v>"
+DIRECTION = "<d>"
+MIN_VARIANT_WORDS = 2
+
+
+def variant_key(statement: str) -> str | None:
+    """The statement with its values and direction words masked, or None when too little is left.
+
+    Values are quoted spans, tokens with digits or code characters, and capitalised names after
+    the first word; direction words are always/never, do/don't, use/avoid, enable/disable, … Two
+    statements with one key say the same rule with another value or the opposite direction
+    ("start attribute names with 'j_'" / "… with 'q_'", "never use a linter" / "always use a
+    linter"), so the newer one is most likely the current version.
+    """
+    out: list[str] = []
+    plain = 0
+    for position, raw in enumerate(_VARIANT_TOKENS.findall(statement.strip())):
+        token = raw if _QUOTED.match(raw) else raw.strip(_EDGE_PUNCTUATION)
+        if not token:
+            continue
+        lowered = token.casefold()
+        if lowered in _DIRECTION_WORDS:
+            if not out or out[-1] != DIRECTION:
+                out.append(DIRECTION)
+        elif (
+            _QUOTED.match(token)
+            or _CODE_CHARS.search(token)
+            or (position > 0 and any(ch.isupper() for ch in token))
+        ):
+            out.append(VALUE)
+        else:
+            out.append(lowered)
+            plain += 1
+    if plain < MIN_VARIANT_WORDS or len(out) == plain:
+        return None
+    return " ".join(out)

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from memory import activation, coaccess, ranking, search
+from memory import activation, coaccess, ranking, search, textnorm
 from memory.models import (
     AgentSession,
     Association,
@@ -56,7 +56,7 @@ SECONDS_PER_DAY = 86400.0
 _ROW_COLUMNS = (
     "e.id, e.owner_id, e.engram_id, e.statement, e.scope, e.polarity, e.feedback_positive, "
     "e.feedback_negative, e.emotional_weight, e.consolidated, e.enforcement, "
-    "e.retrieval_strength, e.rs_anchor_at, e.storage_strength"
+    "e.retrieval_strength, e.rs_anchor_at, e.storage_strength, e.learned_at"
 )
 
 
@@ -78,6 +78,7 @@ class _Row:
     retrieval_strength: float
     rs_anchor_at: datetime
     storage_strength: float
+    learned_at: datetime
 
     @property
     def feedback_net(self) -> int:
@@ -88,6 +89,7 @@ class _Row:
         fields = list(values)
         fields[9] = bool(fields[9])
         fields[12] = _aware(fields[12])
+        fields[14] = _aware(fields[14])
         return cls(*fields)
 
 
@@ -340,7 +342,8 @@ def recall(
 
     Ranked by the injection score without its abstention floor: relevance (fused RRF score over
     its maximum, times match evidence) · (0.5 + 0.5·RS_eff) · f_fb · f_emo · consolidation, so
-    recall orders as inject would. With a session, each result counts as one access:
+    recall orders as inject would; variants of one rule in one scope (another value or the
+    opposite direction, `textnorm.variant_key`) swap scores so that the newest leads. With a session, each result counts as one access:
     frequency + 1, last_accessed, re-anchor at RS_eff (no bump); Injection bucket "recall".
     """
     if mode not in MODES:
@@ -407,6 +410,20 @@ def recall(
                 cosine=den[1] if den else None,
             )
         )
+    moved = ranking.newest_variant_first(
+        [
+            ranking.Variant(
+                r.id,
+                r.engram.scope,
+                textnorm.variant_key(r.engram.statement),
+                r.engram.learned_at.timestamp(),
+                r.score,
+            )
+            for r in results
+        ]
+    )
+    if moved:
+        results = [replace(r, score=moved[r.id]) if r.id in moved else r for r in results]
     # Ties (e.g. no match evidence) go to the better fused rank, then the stronger and the more
     # recent engram, never to insertion order.
     results.sort(
@@ -579,6 +596,21 @@ def inject(
     # Only the best SELECT_POOL relevant candidates can fill the buckets; their vectors (for the
     # diversity check) are read in one query instead of parsing every candidate's.
     scored = [(c, ranking.candidate_score(c)) for c in candidates]
+    # Variants of one rule (another value, the opposite direction): the newest leads.
+    moved = ranking.newest_variant_first(
+        [
+            ranking.Variant(
+                c.id,
+                rows[pk_of[c.id]].scope,
+                textnorm.variant_key(c.statement),
+                rows[pk_of[c.id]].learned_at.timestamp(),
+                score,
+            )
+            for c, score in scored
+        ]
+    )
+    if moved:
+        scored = [(c, moved.get(c.id, score)) for c, score in scored]
     best = sorted(
         (pair for pair in scored if pair[1] > 0 and pair[0].band in ranking.CONSIDER_BANDS),
         key=lambda pair: (-pair[1], pair[0].id),
@@ -586,7 +618,9 @@ def inject(
     best = best[:SELECT_POOL]
     vectors = search.vectors_of(pk_of[c.id] for c, _ in best)
     candidates = [replace(c, embedding=vectors.get(pk_of[c.id])) for c, _ in best]
-    selection = ranking.select(candidates, budget_tokens=budget)
+    selection = ranking.select(
+        candidates, budget_tokens=budget, scores={c.id: score for c, score in best}
+    )
     if selection.main:
         associations, targets, target_strengths = _spread_targets(
             owner=owner,

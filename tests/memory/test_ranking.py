@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from memory import ranking
 from memory.ranking import (
     HEADER_TOKENS,
     MAX_FUSED,
@@ -444,3 +445,24 @@ def test_ranking_module_imports_no_django() -> None:
     )
 
     assert result.stdout.strip() == "False"
+
+
+def test_newest_variant_takes_the_best_score_of_its_group_and_nothing_else_moves() -> None:
+    key = "<d> start attribute names with <v>"
+    items = [
+        ranking.Variant("OLD", "project:a", key, recency=100.0, score=0.9),
+        ranking.Variant("OTHER", "project:a", "something else <v>", recency=50.0, score=0.8),
+        ranking.Variant("MID", "project:a", key, recency=200.0, score=0.3),
+        ranking.Variant("NEW", "project:a", key, recency=300.0, score=0.5),
+        ranking.Variant("ELSEWHERE", "project:b", key, recency=400.0, score=0.1),
+        ranking.Variant("NOKEY", "project:a", None, recency=500.0, score=0.2),
+    ]
+    assert ranking.newest_variant_first(items) == {"NEW": 0.9, "MID": 0.5, "OLD": 0.3}
+
+
+def test_a_newest_variant_already_ahead_changes_nothing() -> None:
+    items = [
+        ranking.Variant("NEW", "global", "k <v>", recency=2.0, score=0.9),
+        ranking.Variant("OLD", "global", "k <v>", recency=1.0, score=0.4),
+    ]
+    assert ranking.newest_variant_first(items) == {}

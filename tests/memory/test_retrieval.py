@@ -475,3 +475,37 @@ def test_a_small_scope_inside_a_large_store_still_gets_k_results(owner: Any) -> 
 
     assert len(results) == 10
     assert all(r.engram.scope == "project:small" for r in results)
+
+
+@pytest.mark.sqlite
+def test_the_newest_variant_of_a_rule_ranks_above_the_one_it_replaced(owner: Any) -> None:
+    # The old version has earned positive feedback and would lead on its score alone, but the
+    # newer value is the rule now.
+    old = mk(
+        owner,
+        "OLD",
+        "Always start attribute names with 'q_'",
+        learned_at=NOW - timedelta(days=2),
+        feedback_positive=6,
+    )
+    new = mk(owner, "NEW", "Always start attribute names with 'j_'")
+    mk(owner, "OTHER", "Always start variable names with 'z_'")
+
+    results = recall(owner=owner, query="attribute names", now=NOW)
+    by_id = {r.id: r for r in results}
+    assert [r.id for r in results] == ["ENG-NEW", "ENG-OLD", "ENG-OTHER"]
+    # The two swap their scores (1.3 is the old one's feedback factor, the same relevance).
+    assert by_id["ENG-NEW"].fused == pytest.approx(by_id["ENG-OLD"].fused)
+    assert by_id["ENG-NEW"].score == pytest.approx(1.3 * by_id["ENG-OLD"].score, rel=0.05)
+    assert new.learned_at > old.learned_at
+
+    injected = inject(owner=owner, prompt="attribute names", now=NOW)
+    assert injected.ids.index("ENG-NEW") < injected.ids.index("ENG-OLD")
+
+
+@pytest.mark.sqlite
+def test_variants_in_different_scopes_keep_their_own_order(owner: Any) -> None:
+    mk(owner, "P", "Always start attribute names in classes with 'q_'", scope="project:p")
+    mk(owner, "G", "Always start attribute names with 'j_'", learned_at=NOW + timedelta(hours=1))
+    results = recall(owner=owner, query="attribute names in classes", scope="project:p", now=NOW)
+    assert [r.id for r in results][:2] == ["ENG-P", "ENG-G"]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from memory import textnorm
 from memory.textnorm import (
     content_hash,
     estimate_tokens,
@@ -120,3 +121,42 @@ def test_it_opposes_do_and_dont_polarity_only(
 )
 def test_it_estimates_tokens_as_characters_over_four_rounded_up(text: str, expected: int) -> None:
     assert estimate_tokens(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("always start attribute names with 'q_'", "Always start attribute names with 'j_'."),
+        ("never use a linter", "always use a linter"),
+        ("don't push to main", "Never push to main"),
+        ("Deploy the API on port 8080", "Deploy the API on port 9090"),
+        ("Use Skype for video calls", "Use Zoom for video calls"),
+        ('Name the config file "settings.toml"', 'Name the config file "engram.toml"'),
+    ],
+)
+def test_variants_of_one_rule_share_a_key(older: str, newer: str) -> None:
+    key = textnorm.variant_key(older)
+    assert key is not None
+    assert textnorm.variant_key(newer) == key
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("always start attribute names with 'q_'", "always start variable names with 'q_'"),
+        ("Deploy the API on port 8080", "Deploy the worker on port 8080"),
+        ("Use ruff to lint the code", "Use ruff to format the code"),
+    ],
+)
+def test_different_rules_have_different_keys(one: str, other: str) -> None:
+    assert textnorm.variant_key(one) != textnorm.variant_key(other)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["Run tests", "Use 'x'", "Keep functions short and focused", "", "   "],
+)
+def test_statements_without_a_value_or_direction_or_with_too_few_words_have_no_key(
+    statement: str,
+) -> None:
+    assert textnorm.variant_key(statement) is None
