@@ -44,6 +44,7 @@ INJECT_STATUSES: tuple[str, ...] = (Engram.Status.ACTIVE,)
 INJECT_LIMIT = ranking.MAX_MAIN + ranking.MAX_CONSIDER  # fused candidates considered
 SELECT_POOL = 2 * INJECT_LIMIT  # relevant candidates handed to the bucket selection
 SPREAD_BANDS = frozenset({"active", "fading"})
+TRIAL_BAND = "fading"  # the band that reaches the consider bucket only
 BUCKET_OF = {
     ranking.CONSTRAINTS: Injection.Bucket.CONSTRAINT,
     ranking.DIRECTIVES: Injection.Bucket.DIRECTIVE,
@@ -56,7 +57,8 @@ SECONDS_PER_DAY = 86400.0
 _ROW_COLUMNS = (
     "e.id, e.owner_id, e.engram_id, e.statement, e.scope, e.polarity, e.feedback_positive, "
     "e.feedback_negative, e.emotional_weight, e.consolidated, e.enforcement, "
-    "e.retrieval_strength, e.rs_anchor_at, e.storage_strength, e.learned_at"
+    "e.retrieval_strength, e.rs_anchor_at, e.storage_strength, e.learned_at, e.status, "
+    "e.provisional_until"
 )
 
 
@@ -79,6 +81,8 @@ class _Row:
     rs_anchor_at: datetime
     storage_strength: float
     learned_at: datetime
+    status: str
+    provisional_until: datetime | None
 
     @property
     def feedback_net(self) -> int:
@@ -90,7 +94,16 @@ class _Row:
         fields[9] = bool(fields[9])
         fields[12] = _aware(fields[12])
         fields[14] = _aware(fields[14])
+        fields[16] = None if fields[16] is None else _aware(fields[16])
         return cls(*fields)
+
+    def on_trial(self, now: datetime) -> bool:
+        """An imported lesson in its trial: a candidate until provisional_until."""
+        return (
+            self.status == Engram.Status.CANDIDATE
+            and self.provisional_until is not None
+            and self.provisional_until > now
+        )
 
 
 def _aware(value: Any) -> datetime:
@@ -254,6 +267,26 @@ def _owner_prefs(owner: Any) -> tuple[int | None, float]:
         row = cursor.fetchone()
     budget, base = row if row else (None, None)
     return budget, float(base) if base is not None else float(settings.ENGRAM_DECAY_BASE)
+
+
+def _inject_prefs(owner: Any, now: datetime) -> tuple[int | None, float, bool]:
+    """(budget override or None, decay base, whether any imported lesson is on trial), 1 query."""
+    owner_id = getattr(owner, "pk", owner)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.inject_budget_tokens, s.decay_base, EXISTS (SELECT 1 FROM memory_engram t "
+            "WHERE t.owner_id = %s AND t.status = %s AND t.provisional_until > %s) "
+            "FROM (SELECT 1 AS one) AS o LEFT JOIN memory_ownersettings s ON s.owner_id = %s",
+            [
+                owner_id,
+                Engram.Status.CANDIDATE,
+                connection.ops.adapt_datetimefield_value(now),
+                owner_id,
+            ],
+        )
+        budget, base, trials = cursor.fetchone()
+    decay_base = float(base) if base is not None else float(settings.ENGRAM_DECAY_BASE)
+    return budget, decay_base, bool(trials)
 
 
 def _access(
@@ -532,7 +565,8 @@ def inject(
 ) -> InjectResult:
     """Engrams for one prompt, in buckets within the token budget, rendered as markdown.
 
-    Active engrams of `scope` and global: scored s = relevance·(0.5 + 0.5·RS_eff)·f_fb·f_emo
+    Active engrams of `scope` and global (and imported lessons on trial, for the consider
+    bucket only): scored s = relevance·(0.5 + 0.5·RS_eff)·f_fb·f_emo
     (·1.1 if consolidated), diversity-filtered, ≤ 10 constraints + directives, ≤ 5 consider
     (≤ 200 tokens, fading ones only here), ≤ 3 spread by one-hop associations (≤ 480 tokens),
     2,000 tokens by default. Nothing relevant: empty result. With a session, every surfaced
@@ -546,7 +580,7 @@ def inject(
         return InjectResult(
             timings=dict.fromkeys(("embed", "search", "rank", "record", "total"), 0.0)
         )
-    budget_pref, decay_base = _owner_prefs(owner)
+    budget_pref, decay_base, trials = _inject_prefs(owner, now)
     budget = budget_tokens or budget_pref or settings.ENGRAM_INJECT_BUDGET_TOKENS
     exact, patterns = visible_scopes(scope=scope or GLOBAL_SCOPE, token_scopes=token_scopes)
     legs = _run_legs(
@@ -556,7 +590,9 @@ def inject(
         limit=INJECT_LIMIT,
         scopes=exact,
         patterns=patterns,
-        statuses=INJECT_STATUSES,
+        # Imported lessons on trial are candidates; they may fill the consider bucket, so that
+        # being followed can reinforce them before their trial ends.
+        statuses=INJECT_STATUSES + ((Engram.Status.CANDIDATE,) if trials else ()),
         now=now,
     )
     timings = {"embed": legs.embed_ms, "search": legs.search_ms}
@@ -575,6 +611,9 @@ def inject(
         engram = rows.get(int(key))
         if engram is None:
             continue
+        trial = engram.status != Engram.Status.ACTIVE
+        if trial and not engram.on_trial(now):
+            continue  # a candidate waiting for review, not an import on trial
         rs_eff = strengths[engram.pk]
         pk_of[engram.engram_id] = engram.pk
         candidates.append(
@@ -587,7 +626,8 @@ def inject(
                 feedback_net=engram.feedback_net,
                 emotional_weight=engram.emotional_weight,
                 consolidated=engram.consolidated,
-                band=activation.band(rs_eff),
+                # On trial: never a constraint or directive, at most a consider line.
+                band=TRIAL_BAND if trial else activation.band(rs_eff),
                 escalation=engram.enforcement,
                 lexical_hit=engram.pk in lexical_pks,
                 dense_cosine=cosine_of.get(engram.pk),

@@ -509,3 +509,36 @@ def test_variants_in_different_scopes_keep_their_own_order(owner: Any) -> None:
     mk(owner, "G", "Always start attribute names with 'j_'", learned_at=NOW + timedelta(hours=1))
     results = recall(owner=owner, query="attribute names in classes", scope="project:p", now=NOW)
     assert [r.id for r in results][:2] == ["ENG-P", "ENG-G"]
+
+
+@pytest.mark.sqlite
+def test_an_imported_lesson_on_trial_is_offered_to_consider_only(
+    owner: Any, logging_store: Any
+) -> None:
+    trial = mk(
+        owner,
+        "TRIAL",
+        "Never log full request bodies in production",
+        status="candidate",
+        polarity="dont",
+        provisional_until=NOW + timedelta(days=20),
+    )
+    mk(
+        owner,
+        "EXPIRED",
+        "Production logs should carry the deploy version",
+        status="candidate",
+        provisional_until=NOW - timedelta(days=1),
+    )
+    session = make_session(owner)
+
+    result = inject(owner=owner, prompt=LOGGING_PROMPT, session=session, now=NOW)
+
+    assert "TRIAL" in ids(result.consider)  # relevant enough for a constraint, but on trial
+    assert "TRIAL" not in ids(result.constraints) + ids(result.directives)
+    for absent in ("EXPIRED", "CAND"):  # trial over; waiting for review
+        assert f"ENG-{absent}" not in result.rendered
+    injection = Injection.objects.get(engram=trial)
+    assert injection.bucket == Injection.Bucket.CONSIDER
+    trial.refresh_from_db()
+    assert (trial.injections, trial.surfaced) == (1, 0)
