@@ -94,3 +94,38 @@ def test_the_trial_task_run_twice_does_nothing_the_second_time(owner: Any) -> No
     )
     assert expire_trials() == {"retired": 1}
     assert expire_trials() == {}
+
+
+def test_a_trial_lesson_followed_in_a_session_is_promoted_at_expiry(owner: Any) -> None:
+    from memory.services.retrieval import inject
+    from memory.services.sessions import (
+        observation_record,
+        outcomes_attribute,
+        session_end,
+        session_start,
+    )
+
+    (lesson,) = _import(owner, 2)[1:]  # "Pin third-party dependency versions in a lock file …"
+    session = session_start(owner=owner, session_id="trial-session")
+    result = inject(
+        owner=owner, prompt="How do I pin dependency versions in the lock file?", session=session
+    )
+    assert lesson.engram_id in [item["id"] for item in result.consider]
+    observation_record(
+        owner=owner,
+        tool="Edit",
+        tool_input={
+            "file_path": "requirements.lock",
+            "new_string": "# third-party dependency versions pinned for reproducible builds",
+        },
+        session=session,
+    )
+    session_end(owner=owner, session=session)
+    outcomes_attribute(session_pk=session.pk)
+    lesson.refresh_from_db()
+    assert lesson.followed == 1
+
+    later = timezone.now() + timedelta(days=31)
+    assert trials_expire(owner=owner, now=later)["promoted"] == 1
+    review = ReviewItem.objects.get(engram=lesson)
+    assert (review.kind, review.state) == ("provisional", "pending")
