@@ -470,7 +470,7 @@ class Variant:
     id: str
     scope: str
     key: str | None
-    recency: float  # larger is newer (learned_at as a timestamp)
+    recency: float  # larger is newer: when the statement was last made (created, repeated, edited)
     score: float
 
 

@@ -57,7 +57,7 @@ SECONDS_PER_DAY = 86400.0
 _ROW_COLUMNS = (
     "e.id, e.owner_id, e.engram_id, e.statement, e.scope, e.polarity, e.feedback_positive, "
     "e.feedback_negative, e.emotional_weight, e.consolidated, e.enforcement, "
-    "e.retrieval_strength, e.rs_anchor_at, e.storage_strength, e.learned_at, e.status, "
+    "e.retrieval_strength, e.rs_anchor_at, e.storage_strength, e.updated_at, e.status, "
     "e.provisional_until"
 )
 
@@ -80,7 +80,7 @@ class _Row:
     retrieval_strength: float
     rs_anchor_at: datetime
     storage_strength: float
-    learned_at: datetime
+    updated_at: datetime  # last stated: a recurrence or an edit bumps it
     status: str
     provisional_until: datetime | None
 
@@ -449,7 +449,7 @@ def recall(
                 r.id,
                 r.engram.scope,
                 textnorm.variant_key(r.engram.statement),
-                r.engram.learned_at.timestamp(),
+                r.engram.updated_at.timestamp(),
                 r.score,
             )
             for r in results
@@ -643,7 +643,7 @@ def inject(
                 c.id,
                 rows[pk_of[c.id]].scope,
                 textnorm.variant_key(c.statement),
-                rows[pk_of[c.id]].learned_at.timestamp(),
+                rows[pk_of[c.id]].updated_at.timestamp(),
                 score,
             )
             for c, score in scored

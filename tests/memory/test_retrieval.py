@@ -486,6 +486,7 @@ def test_the_newest_variant_of_a_rule_ranks_above_the_one_it_replaced(owner: Any
         "OLD",
         "Always start attribute names with 'q_'",
         learned_at=NOW - timedelta(days=2),
+        updated_at=NOW - timedelta(days=2),
         feedback_positive=6,
     )
     new = mk(owner, "NEW", "Always start attribute names with 'j_'")
@@ -497,7 +498,7 @@ def test_the_newest_variant_of_a_rule_ranks_above_the_one_it_replaced(owner: Any
     # The two swap their scores (1.3 is the old one's feedback factor, the same relevance).
     assert by_id["ENG-NEW"].fused == pytest.approx(by_id["ENG-OLD"].fused)
     assert by_id["ENG-NEW"].score == pytest.approx(1.3 * by_id["ENG-OLD"].score, rel=0.05)
-    assert new.learned_at > old.learned_at
+    assert new.updated_at > old.updated_at
 
     injected = inject(owner=owner, prompt="attribute names", now=NOW)
     assert injected.ids.index("ENG-NEW") < injected.ids.index("ENG-OLD")
@@ -506,7 +507,7 @@ def test_the_newest_variant_of_a_rule_ranks_above_the_one_it_replaced(owner: Any
 @pytest.mark.sqlite
 def test_variants_in_different_scopes_keep_their_own_order(owner: Any) -> None:
     mk(owner, "P", "Always start attribute names in classes with 'q_'", scope="project:p")
-    mk(owner, "G", "Always start attribute names with 'j_'", learned_at=NOW + timedelta(hours=1))
+    mk(owner, "G", "Always start attribute names with 'j_'", updated_at=NOW + timedelta(hours=1))
     results = recall(owner=owner, query="attribute names in classes", scope="project:p", now=NOW)
     assert [r.id for r in results][:2] == ["ENG-P", "ENG-G"]
 
@@ -542,3 +543,23 @@ def test_an_imported_lesson_on_trial_is_offered_to_consider_only(
     assert injection.bucket == Injection.Bucket.CONSIDER
     trial.refresh_from_db()
     assert (trial.injections, trial.surfaced) == (1, 0)
+
+
+@pytest.mark.sqlite
+def test_a_rule_stated_again_counts_as_the_newest_variant(owner: Any) -> None:
+    from memory.services.engrams import engram_learn
+
+    def say(statement: str, days: int) -> None:
+        engram_learn(
+            owner=owner, statement=statement, source="user", now=NOW + timedelta(days=days)
+        )
+
+    say("Always start attribute names with 'q_'", 0)
+    say("Always start attribute names with 'j_'", 1)
+    say("always start attribute names with 'q_'", 2)  # back to the first value
+
+    results = recall(owner=owner, query="attribute names", now=NOW + timedelta(days=3))
+    assert [r.engram.statement for r in results] == [
+        "Always start attribute names with 'q_'",
+        "Always start attribute names with 'j_'",
+    ]
