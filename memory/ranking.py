@@ -474,25 +474,23 @@ class Variant:
     score: float
 
 
-def newest_variant_first(items: Sequence[Variant]) -> dict[str, float]:
-    """New scores for variants of one rule (same scope and variant key) so the newest leads.
+def newest_variant_first(ranked: Sequence[Variant]) -> list[tuple[str, float]]:
+    """Re-rank variants of one rule (same scope and variant key) so the newest leads.
 
-    Within each group the members' scores are handed out again by recency: the newest gets the
-    group's best score, the next newest the second best, and so on. Nothing else moves, and
-    an older variant stays in the list (variants may hold together, as two decorators do).
-    Returns only the scores that changed.
+    `ranked` is in rank order. Within each group the members trade places: the newest takes
+    the group's best position and its score, the next newest the second best, and so on.
+    Nothing else moves, and older variants stay in the list (variants may hold together, as
+    two decorators do). Returns (id, score) in the new order.
     """
-    groups: dict[tuple[str, str], list[Variant]] = {}
-    for item in items:
+    groups: dict[tuple[str, str], list[int]] = {}
+    for position, item in enumerate(ranked):
         if item.key is not None:
-            groups.setdefault((item.scope, item.key), []).append(item)
-    changed: dict[str, float] = {}
-    for members in groups.values():
-        if len(members) < 2:
+            groups.setdefault((item.scope, item.key), []).append(position)
+    order = list(range(len(ranked)))
+    for positions in groups.values():
+        if len(positions) < 2:
             continue
-        scores = sorted((m.score for m in members), reverse=True)
-        newest = sorted(members, key=lambda m: (-m.recency, m.id))
-        for member, score in zip(newest, scores, strict=True):
-            if score != member.score:
-                changed[member.id] = score
-    return changed
+        newest = sorted(positions, key=lambda p: (-ranked[p].recency, ranked[p].id))
+        for slot, member in zip(positions, newest, strict=True):
+            order[slot] = member
+    return [(ranked[member].id, ranked[slot].score) for slot, member in enumerate(order)]

@@ -443,7 +443,13 @@ def recall(
                 cosine=den[1] if den else None,
             )
         )
-    moved = ranking.newest_variant_first(
+    # Ties (e.g. no match evidence) go to the better fused rank, then the stronger and the more
+    # recent engram, never to insertion order.
+    results.sort(
+        key=lambda r: (-r.score, -r.fused, -r.rs_eff, -r.engram.learned_at.timestamp(), r.id)
+    )
+    # Variants of one rule (another value, the opposite direction): the newest leads.
+    reordered = ranking.newest_variant_first(
         [
             ranking.Variant(
                 r.id,
@@ -455,13 +461,11 @@ def recall(
             for r in results
         ]
     )
-    if moved:
-        results = [replace(r, score=moved[r.id]) if r.id in moved else r for r in results]
-    # Ties (e.g. no match evidence) go to the better fused rank, then the stronger and the more
-    # recent engram, never to insertion order.
-    results.sort(
-        key=lambda r: (-r.score, -r.fused, -r.rs_eff, -r.engram.learned_at.timestamp(), r.id)
-    )
+    by_id = {r.id: r for r in results}
+    results = [
+        by_id[rid] if by_id[rid].score == score else replace(by_id[rid], score=score)
+        for rid, score in reordered
+    ]
     results = results[:limit]
     if session is not None:
         _access(
@@ -636,8 +640,12 @@ def inject(
     # Only the best SELECT_POOL relevant candidates can fill the buckets; their vectors (for the
     # diversity check) are read in one query instead of parsing every candidate's.
     scored = [(c, ranking.candidate_score(c)) for c in candidates]
+    best = sorted(
+        (pair for pair in scored if pair[1] > 0 and pair[0].band in ranking.CONSIDER_BANDS),
+        key=lambda pair: (-pair[1], pair[0].id),
+    )
     # Variants of one rule (another value, the opposite direction): the newest leads.
-    moved = ranking.newest_variant_first(
+    reordered = ranking.newest_variant_first(
         [
             ranking.Variant(
                 c.id,
@@ -646,15 +654,11 @@ def inject(
                 rows[pk_of[c.id]].updated_at.timestamp(),
                 score,
             )
-            for c, score in scored
+            for c, score in best
         ]
     )
-    if moved:
-        scored = [(c, moved.get(c.id, score)) for c, score in scored]
-    best = sorted(
-        (pair for pair in scored if pair[1] > 0 and pair[0].band in ranking.CONSIDER_BANDS),
-        key=lambda pair: (-pair[1], pair[0].id),
-    )
+    candidate_of = {c.id: c for c, _ in best}
+    best = [(candidate_of[cid], score) for cid, score in reordered]
     best = best[:SELECT_POOL]
     vectors = search.vectors_of(pk_of[c.id] for c, _ in best)
     candidates = [replace(c, embedding=vectors.get(pk_of[c.id])) for c, _ in best]

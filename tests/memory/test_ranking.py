@@ -447,22 +447,37 @@ def test_ranking_module_imports_no_django() -> None:
     assert result.stdout.strip() == "False"
 
 
-def test_newest_variant_takes_the_best_score_of_its_group_and_nothing_else_moves() -> None:
+def test_newest_variant_takes_the_best_place_of_its_group_and_nothing_else_moves() -> None:
     key = "<d> start attribute names with <v>"
-    items = [
+    ranked = [
         ranking.Variant("OLD", "project:a", key, recency=100.0, score=0.9),
         ranking.Variant("OTHER", "project:a", "something else <v>", recency=50.0, score=0.8),
-        ranking.Variant("MID", "project:a", key, recency=200.0, score=0.3),
         ranking.Variant("NEW", "project:a", key, recency=300.0, score=0.5),
-        ranking.Variant("ELSEWHERE", "project:b", key, recency=400.0, score=0.1),
+        ranking.Variant("ELSEWHERE", "project:b", key, recency=400.0, score=0.4),
+        ranking.Variant("MID", "project:a", key, recency=200.0, score=0.3),
         ranking.Variant("NOKEY", "project:a", None, recency=500.0, score=0.2),
     ]
-    assert ranking.newest_variant_first(items) == {"NEW": 0.9, "MID": 0.5, "OLD": 0.3}
+    assert ranking.newest_variant_first(ranked) == [
+        ("NEW", 0.9),
+        ("OTHER", 0.8),
+        ("MID", 0.5),
+        ("ELSEWHERE", 0.4),
+        ("OLD", 0.3),
+        ("NOKEY", 0.2),
+    ]
 
 
-def test_a_newest_variant_already_ahead_changes_nothing() -> None:
-    items = [
+def test_variants_tied_on_score_still_put_the_newest_first() -> None:
+    ranked = [
+        ranking.Variant("OLD", "global", "k <v>", recency=1.0, score=0.0),
+        ranking.Variant("NEW", "global", "k <v>", recency=2.0, score=0.0),
+    ]
+    assert ranking.newest_variant_first(ranked) == [("NEW", 0.0), ("OLD", 0.0)]
+
+
+def test_a_newest_variant_already_ahead_keeps_the_order() -> None:
+    ranked = [
         ranking.Variant("NEW", "global", "k <v>", recency=2.0, score=0.9),
         ranking.Variant("OLD", "global", "k <v>", recency=1.0, score=0.4),
     ]
-    assert ranking.newest_variant_first(items) == {}
+    assert ranking.newest_variant_first(ranked) == [("NEW", 0.9), ("OLD", 0.4)]

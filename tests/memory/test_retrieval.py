@@ -563,3 +563,13 @@ def test_a_rule_stated_again_counts_as_the_newest_variant(owner: Any) -> None:
         "Always start attribute names with 'q_'",
         "Always start attribute names with 'j_'",
     ]
+
+
+@pytest.mark.sqlite
+def test_variants_without_match_evidence_still_come_newest_first(owner: Any) -> None:
+    # The prompt shares no word with either version, so both score 0 and only their fused
+    # ranks would order them.
+    mk(owner, "OLD", "Always start attribute names with 'q_'", updated_at=NOW - timedelta(days=1))
+    mk(owner, "NEW", "Always start attribute names with 'j_'")
+    results = recall(owner=owner, query="LRU cache class with get and put methods", now=NOW)
+    assert [r.id for r in results] == ["ENG-NEW", "ENG-OLD"]
