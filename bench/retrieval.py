@@ -287,10 +287,12 @@ def bench_memorycode(owner: Any, *, limit_groups: int | None, sample: int | None
     for q in queries:
         queries_by[q["dialogue_id"]].append(q)
     dialogues = sorted(by_dialogue)
-    if limit_groups:
-        # An even sample across the id range rather than the first N dialogues.
-        step = max(1, len(dialogues) // limit_groups)
-        dialogues = dialogues[::step][:limit_groups]
+    if limit_groups and limit_groups < len(dialogues):
+        # An even sample across the whole id range (later dialogues are longer and harder), not
+        # the first N.
+        last = len(dialogues) - 1
+        picks = sorted({round(i * last / max(1, limit_groups - 1)) for i in range(limit_groups)})
+        dialogues = [dialogues[i] for i in picks]
     results: dict[str, dict[str, Scores]] = {mode: defaultdict(Scores) for mode in MODES}
     stale = {mode: {"queries": 0, "stale_above": 0} for mode in MODES}
     total = Ingested()
