@@ -572,9 +572,9 @@ def inject(
 
     Active engrams of `scope` and global (and imported lessons on trial, for the consider
     bucket only): scored s = relevance·(0.5 + 0.5·RS_eff)·f_fb·f_emo (·1.1 if consolidated),
-    variants of one rule newest first, diversity-filtered, ≤ 10 constraints + directives, ≤ 5 consider
-    (≤ 200 tokens, fading ones only here), ≤ 3 spread by one-hop associations (≤ 480 tokens),
-    2,000 tokens by default. Nothing relevant: empty result. With a session, every surfaced
+    variants of one rule newest first, diversity-filtered, ≤ 10 constraints + directives, ≤ 5
+    consider (≤ 200 tokens, fading ones only here), ≤ 3 spread by one-hop associations (≤ 480
+    tokens), 2,000 tokens by default. Nothing relevant: empty result. With a session, every surfaced
     engram is recorded and accessed (frequency, injections, surfaced for main buckets,
     re-anchor at RS_eff, no bump).
     """
