@@ -463,6 +463,9 @@ def render(selection: Selection) -> str:
     return "".join(out)
 
 
+OLDER_VARIANT_FACTOR = 0.5  # an older variant of a rule is most likely superseded
+
+
 @dataclass(frozen=True)
 class Variant:
     """A ranked item for `newest_variant_first`: its scope, variant key, recency and score."""
@@ -474,23 +477,33 @@ class Variant:
     score: float
 
 
-def newest_variant_first(ranked: Sequence[Variant]) -> list[tuple[str, float]]:
+def newest_variant_first(
+    ranked: Sequence[Variant], *, older_factor: float = OLDER_VARIANT_FACTOR
+) -> list[tuple[str, float]]:
     """Re-rank variants of one rule (same scope and variant key) so the newest leads.
 
-    `ranked` is in rank order. Within each group the members trade places: the newest takes
-    the group's best position and its score, the next newest the second best, and so on.
-    Nothing else moves, and older variants stay in the list (variants may hold together, as
-    two decorators do). Returns (id, score) in the new order.
+    `ranked` is in rank order. Within each group the newest member takes the group's best
+    position and score; the older members take the remaining positions' scores times
+    `older_factor`, as they are most likely superseded, and the list is re-sorted (stable, so
+    ties keep their order). Nothing is dropped: variants may also hold together (two
+    decorators). Returns (id, score) in the new order.
     """
     groups: dict[tuple[str, str], list[int]] = {}
     for position, item in enumerate(ranked):
         if item.key is not None:
             groups.setdefault((item.scope, item.key), []).append(position)
     order = list(range(len(ranked)))
+    older: set[int] = set()
     for positions in groups.values():
         if len(positions) < 2:
             continue
         newest = sorted(positions, key=lambda p: (-ranked[p].recency, ranked[p].id))
         for slot, member in zip(positions, newest, strict=True):
             order[slot] = member
-    return [(ranked[member].id, ranked[slot].score) for slot, member in enumerate(order)]
+        older.update(newest[1:])
+    scored = [
+        (ranked[member].id, ranked[slot].score * (older_factor if member in older else 1.0))
+        for slot, member in enumerate(order)
+    ]
+    scored.sort(key=lambda pair: -pair[1])
+    return scored

@@ -447,7 +447,7 @@ def test_ranking_module_imports_no_django() -> None:
     assert result.stdout.strip() == "False"
 
 
-def test_newest_variant_takes_the_best_place_of_its_group_and_nothing_else_moves() -> None:
+def test_newest_variant_takes_the_best_place_and_older_ones_are_halved() -> None:
     key = "<d> start attribute names with <v>"
     ranked = [
         ranking.Variant("OLD", "project:a", key, recency=100.0, score=0.9),
@@ -458,12 +458,12 @@ def test_newest_variant_takes_the_best_place_of_its_group_and_nothing_else_moves
         ranking.Variant("NOKEY", "project:a", None, recency=500.0, score=0.2),
     ]
     assert ranking.newest_variant_first(ranked) == [
-        ("NEW", 0.9),
+        ("NEW", 0.9),  # the group's best place and score
         ("OTHER", 0.8),
-        ("MID", 0.5),
-        ("ELSEWHERE", 0.4),
-        ("OLD", 0.3),
+        ("ELSEWHERE", 0.4),  # another scope: not in the group
+        ("MID", 0.25),  # the next place's score (0.5), halved
         ("NOKEY", 0.2),
+        ("OLD", 0.15),  # the last place's score (0.3), halved
     ]
 
 
@@ -471,13 +471,15 @@ def test_variants_tied_on_score_still_put_the_newest_first() -> None:
     ranked = [
         ranking.Variant("OLD", "global", "k <v>", recency=1.0, score=0.0),
         ranking.Variant("NEW", "global", "k <v>", recency=2.0, score=0.0),
+        ranking.Variant("X", "global", None, recency=3.0, score=0.0),
     ]
-    assert ranking.newest_variant_first(ranked) == [("NEW", 0.0), ("OLD", 0.0)]
+    assert ranking.newest_variant_first(ranked) == [("NEW", 0.0), ("OLD", 0.0), ("X", 0.0)]
 
 
-def test_a_newest_variant_already_ahead_keeps_the_order() -> None:
+def test_a_newest_variant_already_ahead_keeps_its_place_and_the_older_is_halved() -> None:
     ranked = [
         ranking.Variant("NEW", "global", "k <v>", recency=2.0, score=0.9),
         ranking.Variant("OLD", "global", "k <v>", recency=1.0, score=0.4),
     ]
-    assert ranking.newest_variant_first(ranked) == [("NEW", 0.9), ("OLD", 0.4)]
+    assert ranking.newest_variant_first(ranked) == [("NEW", 0.9), ("OLD", 0.2)]
+    assert ranking.newest_variant_first(ranked, older_factor=1.0) == [("NEW", 0.9), ("OLD", 0.4)]

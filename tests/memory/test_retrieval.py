@@ -494,10 +494,12 @@ def test_the_newest_variant_of_a_rule_ranks_above_the_one_it_replaced(owner: Any
 
     results = recall(owner=owner, query="attribute names", now=NOW)
     by_id = {r.id: r for r in results}
-    assert [r.id for r in results] == ["ENG-NEW", "ENG-OLD", "ENG-OTHER"]
-    # The two swap their scores (1.3 is the old one's feedback factor, the same relevance).
+    # Halved, the old version also falls below a weaker match that is not superseded.
+    assert [r.id for r in results] == ["ENG-NEW", "ENG-OTHER", "ENG-OLD"]
+    # The new one takes the old one's score; the old one takes the new one's, halved (1.3 is
+    # the old one's feedback factor, at the same relevance).
     assert by_id["ENG-NEW"].fused == pytest.approx(by_id["ENG-OLD"].fused)
-    assert by_id["ENG-NEW"].score == pytest.approx(1.3 * by_id["ENG-OLD"].score, rel=0.05)
+    assert by_id["ENG-NEW"].score == pytest.approx(2 * 1.3 * by_id["ENG-OLD"].score, rel=0.05)
     assert new.updated_at > old.updated_at
 
     injected = inject(owner=owner, prompt="attribute names", now=NOW)
