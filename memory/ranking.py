@@ -86,6 +86,7 @@ class Candidate:
     lexical_hit: bool | None = None
     dense_cosine: float | None = None
     embedding: Any = None  # sequence of floats or numpy vector; None skips the diversity check
+    consider_only: bool = False  # e.g. an imported lesson on trial: at most a consider line
     components: Mapping[str, float] = field(default_factory=dict)
 
 
@@ -339,7 +340,7 @@ def select(
         ):
             continue
         placed = False
-        if cand.band in MAIN_BANDS and main_count < max_main:
+        if cand.band in MAIN_BANDS and not cand.consider_only and main_count < max_main:
             tokens = line_tokens(cand.id, cand.statement, cand.escalation)
             if tokens <= room:
                 bucket = CONSTRAINTS if cand.polarity == POLARITY_DONT else DIRECTIVES

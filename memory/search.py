@@ -436,15 +436,20 @@ def _vector_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
 
 
+def _hnsw_settings(limit: int) -> str:
+    """SET LOCAL statements for one filtered HNSW search of k = limit rows."""
+    ef = max(EF_SEARCH_MIN, min(EF_SEARCH_MAX, 2 * limit))
+    # relaxed_order lets a filtered HNSW scan go on until k rows pass the filter (pgvector 0.8).
+    return f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+
+
 def _dense_pg_sql(
     connection: BaseDatabaseWrapper, flt: Filter, query: np.ndarray, limit: int
 ) -> tuple[str, str, str, list[Any]]:
     """(SET statement, indexed SELECT, exact SELECT, parameters) of one dense query."""
     where, wparams = where_clause("e", flt, connection)
     literal = _vector_literal(query)
-    ef = max(EF_SEARCH_MIN, min(EF_SEARCH_MAX, 2 * limit))
-    # relaxed_order lets a filtered HNSW scan go on until k rows pass the filter (pgvector 0.8).
-    settings = f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+    settings = _hnsw_settings(limit)
     select = (
         "SELECT e.id, (e.embedding <=> %s::vector) AS distance FROM memory_engram e "
         f"WHERE e.embedding IS NOT NULL AND {where} "
@@ -792,8 +797,7 @@ def _dense_pg_many(
 ) -> list[list[tuple[int, float]]]:
     """Several dense queries under one filter in one round trip (a LATERAL join per vector)."""
     where, wparams = where_clause("e", flt, connection)
-    ef = max(EF_SEARCH_MIN, min(EF_SEARCH_MAX, 2 * limit))
-    settings = f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+    settings = _hnsw_settings(limit)
 
     def sql(order: str) -> str:
         return (

@@ -469,40 +469,19 @@ def engram_learn(
     `fields` are those of `learn_draft` (statement, scope, type, polarity, rationale, …).
     """
     draft = learn_draft(**fields)
-    now = now or timezone.now()
+    results: list[LearnResult | ApiError | None] = [None]
     with transaction.atomic():
-        existing = (
-            Engram.objects.for_owner(owner)
-            .live()
-            .filter(scope=draft.scope, content_hash=draft.digest)
-            .select_for_update()
-            .first()
-        )
-        if existing is not None:
-            _recur(owner, existing, 1, [draft.source], actor, now)
-            activity_mark(owner=owner, scope=draft.scope, when=now)
-            return LearnResult(existing, "recurrence")
-
-        if vector is None:
-            vector = embed_texts([draft.statement])[0]
-        engram = _build(
+        _learn_drafts(
             owner,
-            draft,
-            engram_id=IdSequence.next_id(owner=owner, prefix="ENG", when=now),
-            status=_status(draft, not draft.explicit and _auto_approve(owner)),
-            vector=vector,
+            [(0, draft)],
+            results,
             actor=actor,
-            now=now,
+            now=now or timezone.now(),
+            vectors=None if vector is None else {0: vector},
         )
-        from memory.search import nearest
-
-        neighbours = nearest(owner=owner, vector=vector, scope=draft.scope, limit=NEIGHBOURS)
-        writes = _Writes(owner, actor, now)
-        outcome, related = _relate(engram, neighbours, writes)
-        engram.save()
-        writes.flush()
-        activity_mark(owner=owner, scope=draft.scope, when=now)
-    return LearnResult(engram, outcome, related)
+    result = results[0]
+    assert isinstance(result, LearnResult)
+    return result
 
 
 LEARN_FIELDS = {
@@ -555,7 +534,16 @@ def _learn_drafts(
     *,
     actor: str,
     now: datetime,
+    vectors: Mapping[int, np.ndarray] | None = None,
 ) -> None:
+    """The write path for validated drafts (index, draft), in one transaction of the caller.
+
+    Fills `results` at each draft's index. Steps 2-4 of DESIGN's write path, batched: one
+    locked hash lookup, one embedding call for the statements without a given vector (keyed
+    by index), one id block, one nearest-neighbour query per scope, bulk inserts. An earlier
+    draft counts as a neighbour (or the original of a repeat) of a later one, exactly as if
+    they were learned one after another.
+    """
     from memory.search import nearest_many
 
     # Step 2 for the whole batch: against the store, then within the batch.
@@ -586,16 +574,21 @@ def _learn_drafts(
         ids = IdSequence.next_ids(owner=owner, prefix="ENG", when=now, count=len(fresh))
         scopes = [d.scope for _, d in fresh]
         writes = _Writes(owner, actor, now)
-        vectors = embed_texts([d.statement for _, d in fresh])
-        store_hits = nearest_many(owner=owner, vectors=vectors, scopes=scopes, limit=NEIGHBOURS)
-        within = vectors @ vectors.T
+        given = vectors or {}
+        missing = [d.statement for index, d in fresh if index not in given]
+        embedded = iter(embed_texts(missing) if missing else [])
+        matrix = np.stack(
+            [given[index] if index in given else next(embedded) for index, _ in fresh]
+        ).astype(np.float32)
+        store_hits = nearest_many(owner=owner, vectors=matrix, scopes=scopes, limit=NEIGHBOURS)
+        within = matrix @ matrix.T
         for j, (index, draft) in enumerate(fresh):
             engram = _build(
                 owner,
                 draft,
                 engram_id=ids[j],
                 status=_status(draft, auto),
-                vector=vectors[j],
+                vector=matrix[j],
                 actor=actor,
                 now=now,
             )

@@ -44,7 +44,6 @@ INJECT_STATUSES: tuple[str, ...] = (Engram.Status.ACTIVE,)
 INJECT_LIMIT = ranking.MAX_MAIN + ranking.MAX_CONSIDER  # fused candidates considered
 SELECT_POOL = 2 * INJECT_LIMIT  # relevant candidates handed to the bucket selection
 SPREAD_BANDS = frozenset({"active", "fading"})
-TRIAL_BAND = "fading"  # the band that reaches the consider bucket only
 BUCKET_OF = {
     ranking.CONSTRAINTS: Injection.Bucket.CONSTRAINT,
     ranking.DIRECTIVES: Injection.Bucket.DIRECTIVE,
@@ -257,19 +256,7 @@ def _max_fused(mode: str) -> float:
     return legs / (ranking.RRF_K + 1)
 
 
-def _owner_prefs(owner: Any) -> tuple[int | None, float]:
-    """(inject budget override or None, decay base) in one query."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT inject_budget_tokens, decay_base FROM memory_ownersettings WHERE owner_id = %s",
-            [getattr(owner, "pk", owner)],
-        )
-        row = cursor.fetchone()
-    budget, base = row if row else (None, None)
-    return budget, float(base) if base is not None else float(settings.ENGRAM_DECAY_BASE)
-
-
-def _inject_prefs(owner: Any, now: datetime) -> tuple[int | None, float, bool]:
+def _owner_prefs(owner: Any, now: datetime) -> tuple[int | None, float, bool]:
     """(budget override or None, decay base, whether any imported lesson is on trial), 1 query."""
     owner_id = getattr(owner, "pk", owner)
     with connection.cursor() as cursor:
@@ -287,6 +274,18 @@ def _inject_prefs(owner: Any, now: datetime) -> tuple[int | None, float, bool]:
         budget, base, trials = cursor.fetchone()
     decay_base = float(base) if base is not None else float(settings.ENGRAM_DECAY_BASE)
     return budget, decay_base, bool(trials)
+
+
+def _newest_variants_first(
+    ranked: Iterable[tuple[str, str, str, datetime, float]],
+) -> list[tuple[str, float]]:
+    """`ranking.newest_variant_first` over (id, scope, statement, last stated, score), ranked."""
+    return ranking.newest_variant_first(
+        [
+            ranking.Variant(eid, scope, textnorm.variant_key(statement), when.timestamp(), score)
+            for eid, scope, statement, when, score in ranked
+        ]
+    )
 
 
 def _access(
@@ -402,7 +401,7 @@ def recall(
     if not pks:
         return []
     rows = {e.pk: e for e in Engram.objects.filter(pk__in=pks).defer("embedding")}
-    _, base = _owner_prefs(owner)
+    _, base, _ = _owner_prefs(owner, now)
     strengths = effective_strengths(list(rows.values()), now=now, decay_base=base)
     lex_rank = {pk: (rank, score) for rank, (pk, score) in enumerate(legs.lexical, start=1)}
     den_rank = {pk: (rank, cos) for rank, (pk, cos) in enumerate(legs.dense, start=1)}
@@ -450,17 +449,8 @@ def recall(
         key=lambda r: (-r.score, -r.fused, -r.rs_eff, -r.engram.learned_at.timestamp(), r.id)
     )
     # Variants of one rule (another value, the opposite direction): the newest leads.
-    reordered = ranking.newest_variant_first(
-        [
-            ranking.Variant(
-                r.id,
-                r.engram.scope,
-                textnorm.variant_key(r.engram.statement),
-                r.engram.updated_at.timestamp(),
-                r.score,
-            )
-            for r in results
-        ]
+    reordered = _newest_variants_first(
+        (r.id, r.engram.scope, r.engram.statement, r.engram.updated_at, r.score) for r in results
     )
     by_id = {r.id: r for r in results}
     results = [
@@ -585,7 +575,7 @@ def inject(
         return InjectResult(
             timings=dict.fromkeys(("embed", "search", "rank", "record", "total"), 0.0)
         )
-    budget_pref, decay_base, trials = _inject_prefs(owner, now)
+    budget_pref, decay_base, trials = _owner_prefs(owner, now)
     budget = budget_tokens or budget_pref or settings.ENGRAM_INJECT_BUDGET_TOKENS
     exact, patterns = visible_scopes(scope=scope or GLOBAL_SCOPE, token_scopes=token_scopes)
     legs = _run_legs(
@@ -631,8 +621,8 @@ def inject(
                 feedback_net=engram.feedback_net,
                 emotional_weight=engram.emotional_weight,
                 consolidated=engram.consolidated,
-                # On trial: never a constraint or directive, at most a consider line.
-                band=TRIAL_BAND if trial else activation.band(rs_eff),
+                band=activation.band(rs_eff),
+                consider_only=trial,  # on trial: never a constraint or directive
                 escalation=engram.enforcement,
                 lexical_hit=engram.pk in lexical_pks,
                 dense_cosine=cosine_of.get(engram.pk),
@@ -646,17 +636,9 @@ def inject(
         key=lambda pair: (-pair[1], pair[0].id),
     )
     # Variants of one rule (another value, the opposite direction): the newest leads.
-    reordered = ranking.newest_variant_first(
-        [
-            ranking.Variant(
-                c.id,
-                rows[pk_of[c.id]].scope,
-                textnorm.variant_key(c.statement),
-                rows[pk_of[c.id]].updated_at.timestamp(),
-                score,
-            )
-            for c, score in best
-        ]
+    reordered = _newest_variants_first(
+        (c.id, rows[pk_of[c.id]].scope, c.statement, rows[pk_of[c.id]].updated_at, score)
+        for c, score in best
     )
     candidate_of = {c.id: c for c, _ in best}
     best = [(candidate_of[cid], score) for cid, score in reordered]

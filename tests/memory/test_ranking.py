@@ -200,6 +200,19 @@ def test_fading_engrams_only_ever_go_to_consider() -> None:
     assert ids(selection.consider) == ["ENG-FADE"]
 
 
+def test_a_consider_only_candidate_never_fills_a_main_bucket() -> None:
+    selection = select(
+        [
+            make_candidate("ENG-TRIAL", consider_only=True, polarity="dont"),
+            make_candidate("ENG-ACT", rs_eff=0.6),
+        ]
+    )
+
+    assert ids(selection.constraints) == []
+    assert ids(selection.directives) == ["ENG-ACT"]
+    assert ids(selection.consider) == ["ENG-TRIAL"]
+
+
 def test_dormant_and_retiring_engrams_are_never_selected() -> None:
     selection = select(
         [
