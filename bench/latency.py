@@ -64,7 +64,6 @@ WARMUP = 20
 LEARN_ITEMS = 400
 LEARN_BATCH = 100
 INSERT_BATCH = 1000
-EMBED_BATCH = 128
 SEED = 11
 
 
@@ -110,7 +109,7 @@ def embeddings(texts: list[str], cache_dir: Path) -> Any:
     out = np.zeros((len(texts), 384), dtype=np.float32)
     started = time.perf_counter()
     for start in range(0, len(texts), 4096):
-        out[start : start + 4096] = embedder.embed(texts[start : start + 4096], EMBED_BATCH)
+        out[start : start + 4096] = embedder.embed(texts[start : start + 4096])
         done = min(len(texts), start + 4096)
         rate = done / (time.perf_counter() - started)
         log(f"embeddings: {done}/{len(texts)} ({rate:.0f}/s)")

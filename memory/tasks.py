@@ -25,6 +25,14 @@ def refresh_bands() -> dict[str, int]:
     return lifecycle.bands_refresh_all()
 
 
+@shared_task(name="engram.reembed_stale")
+def reembed_stale() -> int:
+    """Periodic: move a bounded number of vectors from an older embedding model to the current."""
+    from memory.services import embeddings
+
+    return embeddings.reembed(embeddings.stale(), limit=embeddings.PERIODIC_LIMIT)
+
+
 @shared_task(name="engram.refresh_abstraction_prompts")
 def refresh_abstraction_prompts() -> int:
     """Periodic: prompt for abstract siblings of lessons seen repeatedly; idempotent."""

@@ -7,13 +7,11 @@ import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
-from django.db import transaction
-from django.db.models import Q
 
 from memory.models import Engram
+from memory.services.embeddings import DEFAULT_BATCH
 
 BAR_WIDTH = 30
-DEFAULT_BATCH = 64
 
 
 def progress_line(done: int, total: int, started: float) -> str:
@@ -35,42 +33,34 @@ class Command(BaseCommand):
         parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from memory.embedder import MODEL_ID, get_embedder
+        from memory.embedder import MODEL_ID
+        from memory.services import embeddings
 
         batch = max(1, int(options["batch_size"]))
-        qs = Engram.objects.all()
+        qs = Engram.objects.all() if options["all"] else embeddings.stale()
         if options["owner"]:
             qs = qs.filter(owner__username=options["owner"])
-        if not options["all"]:
-            qs = qs.filter(~Q(embedding_model=MODEL_ID) | Q(embedding__isnull=True))
         total = qs.count()
         quiet = bool(options["quiet"])
+
+        if total == 0:
+            self.stdout.write(f"Nothing to re-embed: every engram uses {MODEL_ID}.")
+            return
+        started = time.monotonic()
+        seen = 0
 
         def show(text: str) -> None:
             if not quiet:
                 sys.stderr.write(text)
                 sys.stderr.flush()
 
-        if total == 0:
-            self.stdout.write(f"Nothing to re-embed: every engram uses {MODEL_ID}.")
-            return
-        embedder = get_embedder()
-        started = time.monotonic()
-        done, last_pk = 0, 0
+        def advance(count: int) -> None:
+            nonlocal seen
+            seen += count
+            show(progress_line(seen, total, started))
+
         show(progress_line(0, total, started))
-        while True:
-            # Keyset pagination: rows re-embedded drop out of the filter, so OFFSET would skip.
-            rows = list(qs.filter(pk__gt=last_pk).order_by("pk").only("pk", "statement")[:batch])
-            if not rows:
-                break
-            vectors = embedder.embed([row.statement for row in rows])
-            for row, vector in zip(rows, vectors, strict=True):
-                row.embedding = vector
-                row.embedding_model = MODEL_ID
-            with transaction.atomic():
-                Engram.objects.bulk_update(rows, ["embedding", "embedding_model"])
-            last_pk = rows[-1].pk
-            done += len(rows)
-            show(progress_line(done, total, started))
+        done = embeddings.reembed(qs, batch=batch, progress=advance)
         show("\n")
-        self.stdout.write(f"Re-embedded {done} engram(s) with {MODEL_ID}.")
+        skipped = f" ({seen - done} edited meanwhile, left for the next run)" if seen > done else ""
+        self.stdout.write(f"Re-embedded {done} engram(s) with {MODEL_ID}{skipped}.")
