@@ -267,11 +267,11 @@ def line_tokens(
     return estimate_tokens(line + "\n")
 
 
-def _cosine(a: Any, b: Any) -> float:
-    va = np.asarray(a, dtype=np.float64)
-    vb = np.asarray(b, dtype=np.float64)
-    denom = float(np.linalg.norm(va) * np.linalg.norm(vb))
-    return float(np.dot(va, vb) / denom) if denom > 0 else 0.0
+def _unit(vector: Any) -> Any:
+    """The vector scaled to length 1 (float64), or None for a zero vector (similar to nothing)."""
+    array = np.asarray(vector, dtype=np.float64)
+    norm = float(np.linalg.norm(array))
+    return array / norm if norm > 0 else None
 
 
 def _ordered(bucket: str, picked: list[tuple[Candidate, float, int]]) -> tuple[Picked, ...]:
@@ -326,7 +326,7 @@ def select(
     consider_room = consider_tokens
     main: dict[str, list[tuple[Candidate, float, int]]] = {CONSTRAINTS: [], DIRECTIVES: []}
     consider: list[tuple[Candidate, float, int]] = []
-    picked_vectors: list[Any] = []
+    picked_units: Any = None  # rows: unit vectors of the picked engrams, for the diversity check
     seen: set[str] = set()
 
     for cand, score in scored:
@@ -335,8 +335,11 @@ def select(
             break  # every bucket is full; the rest could only be skipped
         if cand.id in seen:
             continue
-        if cand.embedding is not None and any(
-            _cosine(cand.embedding, vector) >= diversity for vector in picked_vectors
+        unit = _unit(cand.embedding) if cand.embedding is not None else None
+        if (
+            unit is not None
+            and picked_units is not None
+            and float(np.max(picked_units @ unit)) >= diversity
         ):
             continue
         placed = False
@@ -358,8 +361,10 @@ def select(
                 placed = True
         if placed:
             seen.add(cand.id)
-            if cand.embedding is not None:
-                picked_vectors.append(cand.embedding)
+            if unit is not None:
+                picked_units = (
+                    unit[None, :] if picked_units is None else np.vstack([picked_units, unit])
+                )
 
     return Selection(
         constraints=_ordered(CONSTRAINTS, main[CONSTRAINTS]),

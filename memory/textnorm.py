@@ -6,6 +6,7 @@ opposition-pair check reads.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -108,6 +109,7 @@ DIRECTION = "<d>"
 MIN_VARIANT_WORDS = 2
 
 
+@functools.lru_cache(maxsize=16384)  # ranking asks for the same statements on every prompt
 def variant_key(statement: str) -> str | None:
     """The statement with its values and direction words masked, or None when too little is left.
 

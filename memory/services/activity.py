@@ -54,10 +54,6 @@ def decay_base_for(owner: Any) -> float:
     return float(custom) if custom is not None else float(settings.ENGRAM_DECAY_BASE)
 
 
-def _as_local(when: datetime) -> datetime:
-    return timezone.localtime(when) if timezone.is_aware(when) else when
-
-
 def effective_strengths(
     engrams: Sequence[Engram], *, now: datetime | None = None, decay_base: float | None = None
 ) -> dict[int, float]:
@@ -67,13 +63,18 @@ def effective_strengths(
     now = now or timezone.now()
     owner = engrams[0].owner_id
     base = decay_base if decay_base is not None else decay_base_for(owner)
-    since = min(_local_day(e.rs_anchor_at) for e in engrams)
+    zone = timezone.get_current_timezone()  # once: Django looks it up per call otherwise
+
+    def local(when: datetime) -> datetime:
+        return when.astimezone(zone) if timezone.is_aware(when) else when
+
+    since = min(local(e.rs_anchor_at).date() for e in engrams)
     days = activity_days(owner, {e.scope for e in engrams}, since)
-    local_now = _as_local(now)
+    local_now = local(now)
     result: dict[int, float] = {}
     for engram in engrams:
         active = activation.count_active_days(
-            days.get(engram.scope, ()), _as_local(engram.rs_anchor_at), local_now
+            days.get(engram.scope, ()), local(engram.rs_anchor_at), local_now
         )
         result[engram.pk] = activation.effective_rs(
             engram.retrieval_strength,

@@ -320,3 +320,40 @@ def test_lexical_on_a_large_store_uses_planner_statistics_with_the_same_ranking(
 
     assert [pk for pk, _ in estimated] == [pk for pk, _ in exact]
     assert [s for _, s in estimated] == pytest.approx([s for _, s in exact], rel=0.05)
+
+
+def test_nearest_many_gives_each_vector_its_scopes_exact_neighbours(owner: Any) -> None:
+    # 120 rows in one scope: one query vector goes through the HNSW index (more than 40 rows
+    # per vector), four are compared exactly against every row; both give the exact top 5.
+    rows = [
+        Engram(
+            owner=owner,
+            engram_id=f"ENG-N{i}",
+            statement=f"row {i}",
+            scope="project:n" if i < 120 else "project:other",
+            status="active",
+            content_hash=f"n{i}",
+            embedding=unit(500 + i),
+        )
+        for i in range(140)
+    ]
+    Engram.objects.bulk_create(rows)
+    vectors = dict(
+        (pk, np.asarray(v, dtype=np.float64))
+        for pk, v in search.vectors_of(Engram.objects.values_list("pk", flat=True)).items()
+    )
+    scoped = set(Engram.objects.filter(scope="project:n").values_list("pk", flat=True))
+    queries = [unit(900 + j) for j in range(4)]
+
+    def exact(query: np.ndarray) -> list[str]:
+        best = sorted(scoped, key=lambda pk: (-float(vectors[pk] @ query), pk))[:5]
+        return list(Engram.objects.filter(pk__in=best).in_bulk(best)[pk].engram_id for pk in best)
+
+    alone = search.nearest_many(owner=owner, vectors=queries[:1], scopes=["project:n"], limit=5)
+    together = search.nearest_many(owner=owner, vectors=queries, scopes=["project:n"] * 4, limit=5)
+
+    assert [e.engram_id for e, _ in alone[0]] == exact(queries[0])
+    for query, hits in zip(queries, together, strict=True):
+        assert [e.engram_id for e, _ in hits] == exact(query)
+        cosines = [cosine for _, cosine in hits]
+        assert cosines == sorted(cosines, reverse=True)
