@@ -338,16 +338,15 @@ def test_nearest_many_gives_each_vector_its_scopes_exact_neighbours(owner: Any) 
         for i in range(140)
     ]
     Engram.objects.bulk_create(rows)
-    vectors = dict(
-        (pk, np.asarray(v, dtype=np.float64))
-        for pk, v in search.vectors_of(Engram.objects.values_list("pk", flat=True)).items()
-    )
+    stored = search.vectors_of(Engram.objects.values_list("pk", flat=True))
+    vectors = {pk: np.asarray(v, dtype=np.float64) for pk, v in stored.items()}
     scoped = set(Engram.objects.filter(scope="project:n").values_list("pk", flat=True))
     queries = [unit(900 + j) for j in range(4)]
 
     def exact(query: np.ndarray) -> list[str]:
         best = sorted(scoped, key=lambda pk: (-float(vectors[pk] @ query), pk))[:5]
-        return list(Engram.objects.filter(pk__in=best).in_bulk(best)[pk].engram_id for pk in best)
+        by_pk = Engram.objects.in_bulk(best)
+        return [by_pk[pk].engram_id for pk in best]
 
     alone = search.nearest_many(owner=owner, vectors=queries[:1], scopes=["project:n"], limit=5)
     together = search.nearest_many(owner=owner, vectors=queries, scopes=["project:n"] * 4, limit=5)
