@@ -62,16 +62,8 @@ def _broker() -> tuple[bool, str]:
 
 def _embedder() -> tuple[bool, str]:
     from memory import embedder
-    from memory.services import embeddings
 
-    ok, detail = embedder.ready()
-    stale = embeddings.stale().count()
-    if stale:
-        detail += (
-            f"; {stale} engram(s) hold vectors from another model"
-            " (re-embedded hourly, or now with manage.py engram_reembed)"
-        )
-    return ok, detail
+    return embedder.ready()
 
 
 def _llm() -> tuple[bool, str]:

@@ -731,6 +731,12 @@ def dense_index_clear() -> None:
 # --- vectors and nearest neighbours -------------------------------------------------------------
 
 
+def _from_vector_send(blob: Any) -> np.ndarray:
+    """A vector from `vector_send(embedding)`: dimensions and a zero as two big-endian int16,
+    then big-endian float32s. Reading it skips float-to-text and back on both sides."""
+    return np.frombuffer(bytes(blob), dtype=">f4", offset=4).astype(np.float32)
+
+
 def vectors_of(pks: Iterable[int], *, using: str = "default") -> dict[int, np.ndarray]:
     """Stored embeddings of the given engrams (float32, 384-d) by pk, in one query."""
     wanted = sorted({int(pk) for pk in pks})
@@ -741,15 +747,13 @@ def vectors_of(pks: Iterable[int], *, using: str = "default") -> dict[int, np.nd
     out: dict[int, np.ndarray] = {}
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            # pgvector's binary form (dimensions and a zero as two big-endian int16, then
-            # big-endian float32s): no float-to-text and back on either side.
             cursor.execute(
                 "SELECT id, vector_send(embedding) FROM memory_engram "
                 f"WHERE id IN ({placeholders}) AND embedding IS NOT NULL",
                 wanted,
             )
             for pk, blob in cursor.fetchall():
-                out[int(pk)] = np.frombuffer(bytes(blob), dtype=">f4", offset=4).astype(np.float32)
+                out[int(pk)] = _from_vector_send(blob)
         else:
             cursor.execute(
                 "SELECT id, embedding FROM memory_engram "
@@ -867,9 +871,9 @@ def _exact_many(
     if not rows:
         return [[] for _ in queries]
     pks = np.array([int(pk) for pk, _ in rows], dtype=np.int64)
-    matrix = np.stack([np.frombuffer(bytes(blob), dtype=">f4", offset=4) for _, blob in rows])
-    norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
-    matrix = matrix.astype(np.float64) / np.where(norms > 0, norms, 1.0)[:, None]
+    matrix = np.stack([_from_vector_send(blob) for _, blob in rows]).astype(np.float64)
+    norms = np.linalg.norm(matrix, axis=1)
+    matrix /= np.where(norms > 0, norms, 1.0)[:, None]
     sims = np.stack([np.asarray(q, dtype=np.float64) for q in queries]) @ matrix.T
     out: list[list[tuple[int, float]]] = []
     for row in sims:

@@ -6,6 +6,7 @@ that work without JavaScript (redirect after success); htmx enhances them in pla
 
 from __future__ import annotations
 
+import dataclasses
 from http import HTTPStatus
 from typing import Any
 
@@ -33,8 +34,8 @@ from memory.forms import (
 )
 from memory.health import Check, run_checks
 from memory.models import AgentSession, ApiToken, Engram, OwnerSettings, ReviewItem
+from memory.services import embeddings, review
 from memory.services import engrams as engram_services
-from memory.services import review
 from memory.services.activity import effective_strength
 from memory.services.episodes import episode_timeline
 
@@ -110,9 +111,18 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse(body, status=HTTPStatus.OK if ok else HTTPStatus.SERVICE_UNAVAILABLE)
 
 
-def _health() -> dict[str, Check]:
+def _health(owner: Any) -> dict[str, Check]:
     checks = run_checks()
     ok, detail = selectors.worker_check()
+    if checks["database"].ok:
+        # Here, not in /healthz (probed every few seconds): counting reads the owner's rows.
+        stale = embeddings.stale(owner).count()
+        if stale:
+            checks["embedder"] = dataclasses.replace(
+                checks["embedder"],
+                detail=f"{checks['embedder'].detail}; {stale} engram(s) hold vectors from "
+                "another model (re-embedded hourly, or now with manage.py engram_reembed)",
+            )
     ordered = {"database": checks.pop("database")}
     ordered["worker"] = Check(ok=ok, detail=detail, ms=0.0)
     ordered.update(checks)
@@ -125,7 +135,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
     """Overview; the health panel (it pings the worker) loads after the page, or with ?panel."""
     wants_health = request.GET.get("panel") == "health"
     if request.htmx and wants_health:
-        return render(request, "memory/home.html#health", {"checks": _health()})
+        return render(request, "memory/home.html#health", {"checks": _health(request.user)})
     data = selectors.overview(request.user)
     batch_size = review.batch_size_for(
         request.user,
@@ -142,7 +152,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
             "data": data,
             "has_tokens": ApiToken.objects.for_owner(request.user).active().exists(),
             "site_url": settings.SITE_URL,
-            "checks": _health() if wants_health else None,
+            "checks": _health(request.user) if wants_health else None,
             "quadrants": [
                 (key, name, data.quadrants.get(key, 0)) for key, name, _ in selectors.QUADRANTS
             ],

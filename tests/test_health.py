@@ -30,21 +30,3 @@ def test_healthz_is_503_when_the_broker_is_unreachable(db: Any) -> None:
 
 def test_healthz_needs_no_login_and_only_answers_get(db: Any) -> None:
     assert Client().post("/healthz").status_code == HTTPStatus.METHOD_NOT_ALLOWED
-
-
-def test_healthz_says_how_many_vectors_come_from_another_model(db: Any) -> None:
-    from django.contrib.auth import get_user_model
-
-    from memory.models import Engram
-    from memory.services.engrams import engram_learn
-
-    owner = get_user_model().objects.create_user("health-owner")
-    engram_learn(owner=owner, statement="Prefer small pull requests", source="user")
-    assert "another model" not in Client().get("/healthz").json()["checks"]["embedder"]["detail"]
-
-    Engram.objects.update(embedding_model="all-MiniLM-L6-v2-onnx-int8")
-    check = Client().get("/healthz").json()["checks"]["embedder"]
-
-    assert check["ok"] is True
-    assert "1 engram(s) hold vectors from another model" in check["detail"]
-    assert "engram_reembed" in check["detail"]

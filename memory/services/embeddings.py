@@ -16,21 +16,18 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from memory.models import Engram
+from memory.services.engrams import _embedding_model
 
 DEFAULT_BATCH = 64
 # One hourly run re-embeds at most this many (about ten seconds of CPU at ~500 statements/s).
 PERIODIC_LIMIT = 5000
 
 
-def _model_id() -> str:
-    from memory.embedder import MODEL_ID
-
-    return MODEL_ID
-
-
 def stale(owner: Any = None) -> QuerySet[Engram]:
     """Engrams without a vector or with one from another model than the running one."""
-    queryset = Engram.objects.filter(~Q(embedding_model=_model_id()) | Q(embedding__isnull=True))
+    queryset = Engram.objects.filter(
+        ~Q(embedding_model=_embedding_model()) | Q(embedding__isnull=True)
+    )
     if owner is not None:
         queryset = queryset.filter(owner=owner)
     return queryset
@@ -51,7 +48,7 @@ def reembed(
     """
     from memory.embedder import get_embedder
 
-    model_id = _model_id()
+    model_id = _embedding_model()
     embedder = get_embedder()
     done, last_pk = 0, 0
     while limit is None or done < limit:

@@ -87,6 +87,22 @@ def test_overview_health_panel_is_a_fragment_and_a_plain_link(logged_in: Client)
     assert "<td>worker</td>" in full
 
 
+def test_health_panel_counts_the_owners_vectors_from_another_model(
+    logged_in: Client, owner: Any
+) -> None:
+    from memory.models import Engram
+
+    dd.engram(owner, "Prefer small pull requests")
+    dd.engram(owner, "Pin dependency versions")
+    assert "another model" not in get(logged_in, "/?panel=health", htmx=True)
+
+    Engram.objects.filter(owner=owner).update(embedding_model="all-MiniLM-L6-v2-onnx-int8")
+    fragment = get(logged_in, "/?panel=health", htmx=True)
+
+    assert "2 engram(s) hold vectors from another model" in fragment
+    assert "engram_reembed" in fragment
+
+
 def test_a_new_owner_is_told_what_to_do_next(logged_in: Client) -> None:
     body = get(logged_in, "/")
     assert "Create a token" in body
