@@ -12,7 +12,7 @@ from datetime import date, datetime
 from typing import Any, ClassVar
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import connections, models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -214,6 +214,47 @@ class EngramQuerySet(models.QuerySet["Engram"]):
 
     def live(self) -> EngramQuerySet:
         return self.exclude(status=Engram.Status.RETIRED)
+
+    def insert_new(self, engrams: list[Engram]) -> list[Engram]:
+        """`bulk_create` for new engrams (no conflict handling); on PostgreSQL one COPY.
+
+        A 100-row INSERT through the ORM carries ~7,000 parameters that Django prepares one by
+        one and psycopg and PostgreSQL then parse, about as long as the rows take to insert
+        (their HNSW insertion included). COPY streams the same prepared values; ids are drawn
+        from the table's sequence first, so each engram has its pk afterwards, as with
+        `bulk_create`. Errors surface as Django's database exceptions.
+        """
+        connection = connections[self.db]
+        if not engrams:
+            return engrams
+        if connection.vendor != "postgresql":
+            return list(Engram.objects.using(self.db).bulk_create(engrams))
+        meta = Engram._meta
+        pk = meta.pk
+        assert pk is not None
+        fields = [f for f in meta.concrete_fields if f is not pk]
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(str(f.column)) for f in (pk, *fields))
+        with transaction.atomic(using=self.db, savepoint=False), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                [meta.db_table, pk.column, len(engrams)],
+            )
+            ids = sorted(row[0] for row in cursor.fetchall())
+            with (
+                connection.wrap_database_errors,
+                cursor.cursor.copy(f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN") as copy,
+            ):
+                for engram, new_id in zip(engrams, ids, strict=True):
+                    copy.write_row(
+                        [new_id]
+                        + [f.get_db_prep_save(f.pre_save(engram, True), connection) for f in fields]
+                    )
+        for engram, new_id in zip(engrams, ids, strict=True):
+            engram.pk = new_id
+            engram._state.adding = False
+            engram._state.db = self.db
+        return engrams
 
     def valid_at(self, when: datetime) -> EngramQuerySet:
         return self.filter(

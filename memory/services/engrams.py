@@ -600,7 +600,7 @@ def _learn_drafts(
             outcome, related = _relate(engram, candidates[:NEIGHBOURS], writes)
             created.append(engram)
             results[index] = LearnResult(engram, outcome, related)
-        Engram.objects.bulk_create(created)
+        Engram.objects.insert_new(created)
         writes.flush()
 
     for key, repeated in repeats.items():

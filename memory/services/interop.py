@@ -346,7 +346,7 @@ def engrams_import(
         for engram in fresh:
             if not engram.engram_id or not ID_RE.match(engram.engram_id):
                 engram.engram_id = IdSequence.next_id(owner=owner, prefix="ENG", when=now)
-        Engram.objects.bulk_create(fresh, batch_size=500)
+        Engram.objects.insert_new(fresh)
         created = list(
             Engram.objects.for_owner(owner).filter(engram_id__in=[e.engram_id for e in fresh])
         )

@@ -244,6 +244,60 @@ def test_batch_learn_against_a_store_finds_stored_repeats_and_neighbours(owner: 
     assert Engram.objects.count() == 2
 
 
+def _awkward_engram(owner: Any, engram_id: str) -> Engram:
+    return Engram(
+        owner=owner,
+        engram_id=engram_id,
+        statement='Tabs\tnew\nlines, back\\slashes, "quotes", NUL-free ünïcödé \\N and \\.',
+        rationale="",
+        tags=["a\tb", "c\\d"],
+        entities=[{"name": "x\ny", "kind": "file"}],
+        provenance={"origin": "local", "nested": {"list": [1, 2.5, None, "\\"]}},
+        scope="project:awk",
+        status=Engram.Status.ACTIVE,
+        learned_at=T0,
+        rs_anchor_at=T0,
+        created_at=T0,
+        updated_at=T0,
+        valid_until=T0 + timedelta(days=3),
+        embedding=[0.1] * 384,
+        embedding_model="m",
+        content_hash=engram_id.lower(),
+    )
+
+
+def test_insert_new_writes_every_field_as_bulk_create_would(owner: Any) -> None:
+    via_insert = Engram.objects.insert_new(
+        [_awkward_engram(owner, "ENG-A1"), _awkward_engram(owner, "ENG-A2")]
+    )
+    via_orm = Engram.objects.bulk_create([_awkward_engram(owner, "ENG-B1")])
+    assert [e.pk for e in via_insert] == sorted(e.pk for e in via_insert)
+    assert all(e.pk is not None and not e._state.adding for e in via_insert)
+    fields = [f.attname for f in Engram._meta.concrete_fields if f.attname not in {"id"}]
+
+    def row(pk: int) -> dict[str, Any]:
+        stored = Engram.objects.get(pk=pk)
+        values = {name: getattr(stored, name) for name in fields}
+        values["embedding"] = [round(float(x), 6) for x in values["embedding"]]
+        values.pop("engram_id"), values.pop("content_hash")
+        return values
+
+    assert row(via_insert[0].pk) == row(via_orm[0].pk)
+    assert row(via_insert[1].pk) == row(via_orm[0].pk)
+    assert Engram.objects.get(pk=via_insert[0].pk).statement.endswith("\\N and \\.")
+
+
+def test_insert_new_that_fails_writes_nothing(owner: Any) -> None:
+    from django.db import IntegrityError, transaction
+
+    Engram.objects.insert_new([_awkward_engram(owner, "ENG-C1")])
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Engram.objects.insert_new(
+            [_awkward_engram(owner, "ENG-C2"), _awkward_engram(owner, "ENG-C1")]
+        )
+    assert list(Engram.objects.values_list("engram_id", flat=True)) == ["ENG-C1"]
+
+
 def test_a_batch_that_fails_validation_everywhere_writes_nothing(owner: Any) -> None:
     results = engrams.engram_learn_batch(
         owner=owner, items=[{"statement": " "}, {"statement": "x", "scope": "bad scope"}]
