@@ -25,8 +25,9 @@ import importlib.resources
 import os
 import sys
 import threading
+import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -280,7 +281,9 @@ class Embedder:
         missing = {"input_ids", "attention_mask"} - self._inputs
         if missing:
             raise EmbedderError(f"{model} lacks the inputs {sorted(missing)}")
-        self._pool: ThreadPoolExecutor | None = None
+        # Batches and single queries get separate pools, so a query never queues behind a
+        # large batch being embedded in the same process.
+        self._pools: dict[str, ThreadPoolExecutor] = {}
         self._pool_pid = 0
         self._pool_lock = threading.Lock()
 
@@ -293,13 +296,17 @@ class Embedder:
         norm = float(np.linalg.norm(pooled))
         return (pooled / max(norm, 1e-12)).astype(np.float32)
 
-    def _workers(self) -> ThreadPoolExecutor:
-        # A pool inherited through fork() has no threads behind it: make a new one per process.
+    def _workers(self, kind: str = "batch") -> ThreadPoolExecutor:
+        # A pool inherited through fork() has no threads behind it: make new ones per process.
         with self._pool_lock:
-            if self._pool is None or self._pool_pid != os.getpid():
-                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="engram-embed")
+            if self._pool_pid != os.getpid():
+                self._pools = {}
                 self._pool_pid = os.getpid()
-            return self._pool
+            pool = self._pools.get(kind)
+            if pool is None:
+                pool = ThreadPoolExecutor(self.threads, thread_name_prefix=f"engram-embed-{kind}")
+                self._pools[kind] = pool
+            return pool
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors, float32 of shape (len(texts), 384); texts over 256 tokens are cut."""
@@ -317,6 +324,19 @@ class Embedder:
     def embed_one(self, text: str) -> np.ndarray:
         """One unit vector, float32 of shape (384,)."""
         return self._one(text)
+
+    def embed_one_later(self, text: str) -> Future[tuple[np.ndarray, float]]:
+        """`embed_one` on a worker thread, so the caller can query meanwhile.
+
+        The future's result is (vector, seconds the embedding itself took).
+        """
+
+        def timed() -> tuple[np.ndarray, float]:
+            started = time.perf_counter()
+            vector = self._one(text)
+            return vector, time.perf_counter() - started
+
+        return self._workers("query").submit(timed)
 
 
 _instance: Embedder | None = None

@@ -74,6 +74,19 @@ def test_a_batch_spread_over_worker_threads_keeps_the_input_order() -> None:
     assert np.array_equal(batched, one_by_one)
 
 
+def test_a_query_embedded_on_a_worker_while_a_batch_runs_is_the_same_vector(
+    embedder: Embedder,
+) -> None:
+    texts = [f"background lesson {i} about testing" for i in range(40)]
+    batch = embedder._workers("batch").submit(embedder.embed, texts)
+    later = embedder.embed_one_later("which linter do we use?")
+
+    vector, seconds = later.result(timeout=30)
+    assert np.array_equal(vector, embedder.embed_one("which linter do we use?"))
+    assert seconds > 0
+    assert np.array_equal(batch.result(timeout=60)[3], embedder.embed_one(texts[3]))
+
+
 def test_every_linear_layer_runs_on_the_shipped_int8_weights() -> None:
     import onnx
 
