@@ -428,7 +428,7 @@ def dense(
     query = _unit(vector)
     connection = connections[using]
     if connection.vendor == "postgresql":
-        return _dense_pg(connection, using, flt, query, limit)
+        return _dense_pg(connection, flt, query, limit)
     return _dense_sqlite(connection, flt, query, limit)
 
 
@@ -436,28 +436,80 @@ def _vector_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
 
 
-def _hnsw_settings(limit: int) -> str:
-    """SET LOCAL statements for one filtered HNSW search of k = limit rows."""
+# The planner underrates an exact scan of many rows: each vector is stored out of line, so every
+# row it reads costs a TOAST fetch that its estimates leave out (~10 µs a row all told). Left to
+# itself it picked a scan and sort of 5,500 rows (20-37 ms) over the HNSW index (~1.5 ms) at
+# 10,000 engrams. So the choice is made here: a scope of at most EXACT_SCOPE_ROWS rows (counted,
+# any status, on the owner/scope btree alone) is compared exactly (≤ ~10 ms, and no approximation
+# where a filtered HNSW scan would walk many nodes to find few matches), a larger one goes
+# through HNSW.
+EXACT_SCOPE_ROWS = 1000
+# Priced out for these queries, so that an ORDER BY the indexed distance takes the HNSW index
+# and an exact query (which must sort) reads its rows through a btree. A plan priced with
+# disabled nodes costs ~1e10, far above jit_above_cost: compiling it would take ~0.6 s.
+_PLANNER_GUCS = ("enable_seqscan", "enable_bitmapscan", "enable_sort", "jit")
+
+
+def _hnsw_settings(limit: int, *, local: bool = True) -> str:
+    """SET [LOCAL] statements for one filtered HNSW search of k = limit rows."""
     ef = max(EF_SEARCH_MIN, min(EF_SEARCH_MAX, 2 * limit))
+    scope = "LOCAL " if local else ""
     # relaxed_order lets a filtered HNSW scan go on until k rows pass the filter (pgvector 0.8).
-    return f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order"
+    return "; ".join(
+        [
+            f"SET {scope}hnsw.ef_search = {ef}",
+            f"SET {scope}hnsw.iterative_scan = relaxed_order",
+            *(f"SET {scope}{name} = off" for name in _PLANNER_GUCS),
+        ]
+    )
+
+
+HNSW_RESET = "; ".join(
+    f"RESET {name}" for name in ("hnsw.ef_search", "hnsw.iterative_scan", *_PLANNER_GUCS)
+)
 
 
 def _dense_pg_sql(
-    connection: BaseDatabaseWrapper, flt: Filter, query: np.ndarray, limit: int
-) -> tuple[str, str, str, list[Any]]:
-    """(SET statement, indexed SELECT, exact SELECT, parameters) of one dense query."""
+    connection: BaseDatabaseWrapper,
+    flt: Filter,
+    query: np.ndarray,
+    limit: int,
+    *,
+    local: bool = True,
+) -> tuple[str, str, str, list[Any], list[Any]]:
+    """(SET statements, SELECT, exact SELECT, SELECT's parameters, exact's) of a dense query.
+
+    The SELECT counts the scope's rows up to EXACT_SCOPE_ROWS + 1 first (an index-only scan);
+    one-time filters then run either its exact branch or its HNSW branch, never both. Its rows
+    are (pk, distance, scope rows counted).
+    """
     where, wparams = where_clause("e", flt, connection)
+    scope_only = Filter(flt.owner_id, scopes=flt.scopes, scope_patterns=flt.scope_patterns)
+    scope_where, scope_params = where_clause("e", scope_only, connection)
     literal = _vector_literal(query)
-    settings = _hnsw_settings(limit)
-    select = (
-        "SELECT e.id, (e.embedding <=> %s::vector) AS distance FROM memory_engram e "
-        f"WHERE e.embedding IS NOT NULL AND {where} "
+    settings = _hnsw_settings(limit, local=local)
+    rows = f"FROM memory_engram e WHERE e.embedding IS NOT NULL AND {where}"
+    # Exact: every distance computed once in a subquery (OFFSET 0 keeps it apart), then sorted;
+    # an ORDER BY the distance expression itself would detoast each vector a second time.
+    exact = (
+        f"SELECT id, distance FROM (SELECT e.id, (e.embedding <=> %s::vector) AS distance "
+        f"{rows} OFFSET 0) AS s ORDER BY distance LIMIT %s"
     )
-    # "+ 0" keeps the planner off the index, so that one is an exact scan of the filtered rows.
-    indexed = select + "ORDER BY e.embedding <=> %s::vector LIMIT %s"
-    exact = select + "ORDER BY (e.embedding <=> %s::vector) + 0 LIMIT %s"
-    return settings, indexed, exact, [literal, *wparams, literal, limit]
+    # The vector is sent once; "(SELECT v FROM q)" is an init-plan value, which the HNSW index
+    # accepts as the ORDER BY operand like a constant.
+    distance = "(e.embedding <=> (SELECT v FROM q))"
+    gated = (
+        "WITH q AS MATERIALIZED (SELECT %s::vector AS v), "
+        "n AS MATERIALIZED (SELECT count(*) AS c FROM (SELECT 1 FROM memory_engram e "
+        f"WHERE {scope_where} LIMIT {EXACT_SCOPE_ROWS + 1}) AS capped) "
+        f"(SELECT id, distance, (SELECT c FROM n) FROM (SELECT e.id, {distance} AS distance "
+        f"{rows} AND (SELECT c FROM n) <= {EXACT_SCOPE_ROWS} OFFSET 0) AS s "
+        "ORDER BY distance LIMIT %s) "
+        f"UNION ALL (SELECT e.id, {distance}, (SELECT c FROM n) {rows} "
+        f"AND (SELECT c FROM n) > {EXACT_SCOPE_ROWS} ORDER BY {distance} LIMIT %s)"
+    )
+    params = [literal, *scope_params, *wparams, limit, *wparams, limit]
+    return settings, gated, exact, params, [literal, *wparams, limit]
 
 
 def dense_plan(
@@ -468,26 +520,34 @@ def dense_plan(
     if connection.vendor != "postgresql":
         return ""
     flt = make_filter(owner, **filters)
-    settings, indexed, _, params = _dense_pg_sql(connection, flt, _unit(vector), limit)
+    settings, gated, _, params, _ = _dense_pg_sql(connection, flt, _unit(vector), limit)
     with transaction.atomic(using=using), connection.cursor() as cursor:
         cursor.execute(settings)
-        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + indexed, params)
+        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + gated, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
     return re.sub(r"'\[[^\]]*\]'", "'[…]'", plan)
 
 
 def _dense_pg(
-    connection: BaseDatabaseWrapper, using: str, flt: Filter, query: np.ndarray, limit: int
+    connection: BaseDatabaseWrapper, flt: Filter, query: np.ndarray, limit: int
 ) -> list[tuple[int, float]]:
-    settings, indexed, exact, params = _dense_pg_sql(connection, flt, query, limit)
-    with transaction.atomic(using=using), connection.cursor() as cursor:
-        # SET LOCAL ends with this transaction.
-        cursor.execute(settings)
-        cursor.execute(indexed, params)
-        rows = cursor.fetchall()
-        if len(rows) < limit:
-            # Fewer than k: either the filter matches fewer rows, or the scan hit its tuple limit.
-            cursor.execute(exact, params)
+    settings, gated, exact, params, exact_params = _dense_pg_sql(
+        connection, flt, query, limit, local=False
+    )
+    with connection.cursor() as cursor:
+        # One round trip on the hot path: PostgreSQL runs a multi-statement query as one
+        # transaction (or inside the caller's), so the settings hold for this search only and
+        # an error rolls them back with it.
+        cursor.execute(f"{settings}; {gated}; {HNSW_RESET}", params)
+        while cursor.description is None and cursor.nextset():
+            pass
+        found = cursor.fetchall()
+        rows = [(pk, distance) for pk, distance, _ in found]
+        if not found or (len(found) < limit and found[0][2] > EXACT_SCOPE_ROWS):
+            # Fewer than k from HNSW: its scan stopped at hnsw.max_scan_tuples first.
+            cursor.execute(f"{settings}; {exact}; {HNSW_RESET}", exact_params)
+            while cursor.description is None and cursor.nextset():
+                pass
             rows = cursor.fetchall()
     hits = [(int(pk), 1.0 - float(distance)) for pk, distance in rows]
     # relaxed_order may return rows slightly out of order.

@@ -298,7 +298,7 @@ def _access(
     now: datetime,
     injected: bool,
 ) -> None:
-    """Record (pk, bucket, rank, score, tokens) picks and apply the access rule in 2 queries.
+    """Record (pk, bucket, rank, score, tokens) picks and apply the access rule, 1 round trip.
 
     frequency += 1 and re-anchor at the current effective RS (no bump); an injection also counts
     injections += 1, and surfaced += 1 in the main buckets.
@@ -318,26 +318,35 @@ def _access(
         previous = touched.get(pk, (0.0, 0))[1]
         touched[pk] = (min(1.0, max(0.0, rs_eff[pk])), max(previous, int(main)))
     own_transaction = not connection.in_atomic_block
-    with transaction.atomic():
-        if own_transaction and connection.vendor == "postgresql":
+    # Raw SQL: the ORM's statement building costs more than the database work on this path.
+    statements = [
+        (
+            "INSERT INTO memory_injection (owner_id, session_id, engram_id, bucket, rank, "
+            "score, tokens, query, created_at) VALUES "
+            + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows)),
+            [value for row in rows for value in row],
+        ),
+        _touch(touched, injected=injected, now=now),
+    ]
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            for sql, params in statements:
+                cursor.execute(sql, params)
+            return
+        sqls = [sql for sql, _ in statements]
+        if own_transaction:
             # Access bookkeeping may lose its last few milliseconds in a crash; waiting for the
             # WAL flush would be the largest single cost of the hot path. Never set inside a
             # caller's transaction, whose commit would inherit it.
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        with connection.cursor() as cursor:
-            # Raw SQL here and in _touch: the ORM's statement building costs more than the
-            # database work on this path.
-            cursor.execute(
-                "INSERT INTO memory_injection (owner_id, session_id, engram_id, bucket, rank, "
-                "score, tokens, query, created_at) VALUES "
-                + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows)),
-                [value for row in rows for value in row],
-            )
-        _touch(touched, injected=injected, now=now)
+            sqls.insert(0, "SET LOCAL synchronous_commit TO OFF")
+        # One round trip for all of them (client-side parameter binding allows several
+        # statements in one query).
+        cursor.execute("; ".join(sqls), [value for _, params in statements for value in params])
 
 
-def _touch(touched: dict[int, tuple[float, int]], *, injected: bool, now: datetime) -> None:
+def _touch(
+    touched: dict[int, tuple[float, int]], *, injected: bool, now: datetime
+) -> tuple[str, list[Any]]:
     """One UPDATE for all accessed engrams: pk -> (new stored RS, surfaced increment)."""
     # bulk_update's per-row CASE expressions cost ~40 ms of Python for 15 rows.
     when = connection.ops.adapt_datetimefield_value(now)
@@ -350,8 +359,7 @@ def _touch(touched: dict[int, tuple[float, int]], *, injected: bool, now: dateti
         "surfaced = surfaced + v.main, last_accessed = %s, rs_anchor_at = %s, "
         f"retrieval_strength = v.rs FROM ({values}) AS v WHERE memory_engram.id = v.id"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    return sql, params
 
 
 # --- recall ---------------------------------------------------------------------------------

@@ -127,6 +127,25 @@ def test_dense_ranks_by_cosine(owner: Any, store: Any) -> None:
     assert [c for _, c in hits] == sorted((c for _, c in hits), reverse=True)
 
 
+@pytest.mark.postgres_only
+def test_dense_search_settings_hold_for_that_search_only(owner: Any, store: Any) -> None:
+    def settings() -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan')"
+            )
+            return list(cursor.fetchone())
+
+    search.dense(owner, embed("warm up the extension"), limit=3)
+    defaults = settings()
+    assert search.dense(owner, embed("pytest database fixtures"), limit=50)
+    assert settings() == defaults
+    with transaction.atomic():
+        assert search.dense(owner, embed("pytest database fixtures"), limit=50)
+        assert settings() == defaults
+    assert defaults[1] == "off"
+
+
 def test_dense_filters_owner_scope_status_validity_and_exclusions(
     owner: Any, other_owner: Any, store: Any
 ) -> None:
@@ -193,6 +212,70 @@ def test_a_small_scope_inside_a_large_store_still_gets_k_results(owner: Any) -> 
     vectors = {e.pk: e.embedding for e in Engram.objects.filter(scope="project:small")}
     exact = sorted(vectors, key=lambda pk: -float(np.dot(vectors[pk], crowd)))[:10]
     assert [pk for pk, _ in hits] == exact
+
+
+def _crowded_store(owner: Any, big: int, small: int) -> np.ndarray:
+    crowd = unit(1)
+    rng = np.random.default_rng(11)
+    rows = []
+    for scope, count, centre, spread in (
+        ("project:big", big, crowd, 0.3),
+        ("project:small", small, -crowd, 0.5),
+    ):
+        for i in range(count):
+            vector = centre + spread * rng.standard_normal(EMBEDDING_DIM).astype(np.float32)
+            rows.append(
+                Engram(
+                    owner=owner,
+                    engram_id=f"ENG-{scope[8:]}-{i}",
+                    statement=f"{scope} {i}",
+                    scope=scope,
+                    status="active",
+                    content_hash=f"{scope}{i}",
+                    embedding=vector / np.linalg.norm(vector),
+                )
+            )
+    Engram.objects.bulk_create(rows, batch_size=500)
+    return crowd
+
+
+def _brute_force(scope: str, query: np.ndarray, k: int) -> list[int]:
+    vectors = {e.pk: e.embedding for e in Engram.objects.filter(scope=scope)}
+    return sorted(vectors, key=lambda pk: -float(np.dot(vectors[pk], query)))[:k]
+
+
+def _ran_hnsw(plan: str) -> bool:
+    line = next(ln for ln in plan.splitlines() if "engram_embedding_hnsw" in ln)
+    return "never executed" not in line
+
+
+@pytest.mark.postgres_only
+def test_the_dense_leg_chooses_exact_or_hnsw_by_scope_size_not_by_the_planner(
+    owner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    crowd = _crowded_store(owner, big=400, small=15)
+    monkeypatch.setattr(search, "EXACT_SCOPE_ROWS", 100)
+
+    big_plan = search.dense_plan(owner, crowd, limit=10, scopes=["project:big"])
+    small_plan = search.dense_plan(owner, crowd, limit=10, scopes=["project:small"])
+    assert _ran_hnsw(big_plan) and "Seq Scan" not in big_plan
+    assert not _ran_hnsw(small_plan) and "Seq Scan" not in small_plan
+
+    # HNSW is approximate (and random vectors are its hardest case): the row whose own vector is
+    # the query comes first, and most of the true ten are found.
+    probe = Engram.objects.get(engram_id="ENG-big-7")
+    big = [pk for pk, _ in search.dense(owner, probe.embedding, scopes=["project:big"], limit=10)]
+    assert big[0] == probe.pk
+    assert len(set(big) & set(_brute_force("project:big", probe.embedding, 10))) >= 6
+    small = search.dense(owner, crowd, scopes=["project:small"], limit=10)
+    assert [pk for pk, _ in small] == _brute_force("project:small", crowd, 10)
+
+    # A scope just over the threshold, far from the crowd: HNSW finds few of its rows among
+    # the crowd's, and the exact query makes up the k.
+    monkeypatch.setattr(search, "EXACT_SCOPE_ROWS", 10)
+    assert _ran_hnsw(search.dense_plan(owner, crowd, limit=10, scopes=["project:small"]))
+    small = search.dense(owner, crowd, scopes=["project:small"], limit=10)
+    assert [pk for pk, _ in small] == _brute_force("project:small", crowd, 10)
 
 
 def test_dense_index_follows_writes_updates_and_deletes(owner: Any, store: Any) -> None:
