@@ -245,7 +245,11 @@ def measure(owner: Any, prompts: list[str], size: int) -> dict[str, Any]:
         "embed_only": percentiles(embed_samples),
         "items_injected": statistics.fmean(len(r.ids) for r in measured),
         "abstained": sum(r.abstained for r in measured),
-        "dense_uses_hnsw": "engram_embedding_hnsw" in plan,
+        # The plan holds both branches; the one that did not run says "never executed".
+        "dense_uses_hnsw": any(
+            "engram_embedding_hnsw" in line and "never executed" not in line
+            for line in plan.splitlines()
+        ),
         "dense_plan": plan,
     }
 
