@@ -544,7 +544,8 @@ def _dense_pg(
         found = cursor.fetchall()
         rows = [(pk, distance) for pk, distance, _ in found]
         if not found or (len(found) < limit and found[0][2] > EXACT_SCOPE_ROWS):
-            # Fewer than k from HNSW: its scan stopped at hnsw.max_scan_tuples first.
+            # No rows, or fewer than k from HNSW (its scan stopped at hnsw.max_scan_tuples
+            # before k rows passed the filter): the exact query settles it.
             cursor.execute(f"{settings}; {exact}; {HNSW_RESET}", exact_params)
             while cursor.description is None and cursor.nextset():
                 pass
