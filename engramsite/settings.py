@@ -285,7 +285,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "").strip()
 ENGRAM_LLM_MODEL = os.environ.get("ENGRAM_LLM_MODEL", "claude-sonnet-4-5")
 ENGRAM_OWNER_USERNAME = os.environ.get("ENGRAM_OWNER_USERNAME", "owner")
-# Texts embedded at once by a batch (one worker thread each); a single query uses one thread.
+# Texts embedded at once by a batch (one worker thread each); a separate pool as large embeds
+# queries (one thread per query, while its lexical leg runs).
 ENGRAM_EMBEDDER_THREADS = env_int("ENGRAM_EMBEDDER_THREADS", min(2, os.cpu_count() or 1), minimum=1)
 # Requests per minute per token; kept in Redis when configured, in-process otherwise.
 ENGRAM_RATE_LIMIT_PER_MINUTE = env_int("ENGRAM_RATE_LIMIT_PER_MINUTE", 600, minimum=1)

@@ -11,8 +11,8 @@ dequantises them (`Cast`, `Mul`) in front of a float `MatMul`; onnxruntime folds
 float32 weights at load, so the file's int8 weights buy nothing at run time. `derive_int8`
 rewrites each such layer, in memory and with the same int8 weights, to quantise its input on
 the fly (`DynamicQuantizeLinear`) and multiply in integers (`MatMulInteger`), which onnxruntime
-runs about twice as fast on one CPU thread. Vectors then differ from the float path by cosine ~0.994, so they
-carry their own MODEL_ID. The input's scale is taken over the whole input tensor, so a text's
+runs about twice as fast on one CPU thread. Vectors then differ from the float path by cosine
+~0.994, so they carry their own MODEL_ID. The input's scale is taken over the whole input tensor, so a text's
 vector would depend on the texts padded into the same batch: every text runs on its own (no
 padding at all), and a batch is spread over `threads` worker threads instead.
 """

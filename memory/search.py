@@ -450,6 +450,23 @@ EXACT_SCOPE_ROWS = 1000
 _PLANNER_GUCS = ("enable_seqscan", "enable_bitmapscan", "enable_sort", "jit")
 
 
+def _scope_count_sql(
+    connection: BaseDatabaseWrapper, flt: Filter, cap: int
+) -> tuple[str, list[Any]]:
+    """A count of the filter's scope rows up to `cap`, and its parameters.
+
+    Any status, with or without a vector: an index-only scan of the owner/scope btree, the
+    cheap measure of scope size that decides between an exact comparison and HNSW.
+    """
+    scope_only = Filter(flt.owner_id, scopes=flt.scopes, scope_patterns=flt.scope_patterns)
+    where, params = where_clause("e", scope_only, connection)
+    sql = (
+        "SELECT count(*) AS c FROM (SELECT 1 FROM memory_engram e "
+        f"WHERE {where} LIMIT {int(cap)}) AS capped"
+    )
+    return sql, params
+
+
 def _hnsw_settings(limit: int, *, local: bool = True) -> str:
     """SET [LOCAL] statements for one filtered HNSW search of k = limit rows."""
     ef = max(EF_SEARCH_MIN, min(EF_SEARCH_MAX, 2 * limit))
@@ -479,13 +496,12 @@ def _dense_pg_sql(
 ) -> tuple[str, str, str, list[Any], list[Any]]:
     """(SET statements, SELECT, exact SELECT, SELECT's parameters, exact's) of a dense query.
 
-    The SELECT counts the scope's rows up to EXACT_SCOPE_ROWS + 1 first (an index-only scan);
+    The SELECT counts the scope's rows up to EXACT_SCOPE_ROWS + 1 first (`_scope_count_sql`);
     one-time filters then run either its exact branch or its HNSW branch, never both. Its rows
-    are (pk, distance, scope rows counted).
+    are (pk, distance), then one (NULL, NULL, rows counted).
     """
     where, wparams = where_clause("e", flt, connection)
-    scope_only = Filter(flt.owner_id, scopes=flt.scopes, scope_patterns=flt.scope_patterns)
-    scope_where, scope_params = where_clause("e", scope_only, connection)
+    count_sql, count_params = _scope_count_sql(connection, flt, EXACT_SCOPE_ROWS + 1)
     literal = _vector_literal(query)
     settings = _hnsw_settings(limit, local=local)
     rows = f"FROM memory_engram e WHERE e.embedding IS NOT NULL AND {where}"
@@ -500,15 +516,15 @@ def _dense_pg_sql(
     distance = "(e.embedding <=> (SELECT v FROM q))"
     gated = (
         "WITH q AS MATERIALIZED (SELECT %s::vector AS v), "
-        "n AS MATERIALIZED (SELECT count(*) AS c FROM (SELECT 1 FROM memory_engram e "
-        f"WHERE {scope_where} LIMIT {EXACT_SCOPE_ROWS + 1}) AS capped) "
-        f"(SELECT id, distance, (SELECT c FROM n) FROM (SELECT e.id, {distance} AS distance "
+        f"n AS MATERIALIZED ({count_sql}) "
+        f"(SELECT id, distance, NULL::bigint FROM (SELECT e.id, {distance} AS distance "
         f"{rows} AND (SELECT c FROM n) <= {EXACT_SCOPE_ROWS} OFFSET 0) AS s "
         "ORDER BY distance LIMIT %s) "
-        f"UNION ALL (SELECT e.id, {distance}, (SELECT c FROM n) {rows} "
-        f"AND (SELECT c FROM n) > {EXACT_SCOPE_ROWS} ORDER BY {distance} LIMIT %s)"
+        f"UNION ALL (SELECT e.id, {distance}, NULL {rows} "
+        f"AND (SELECT c FROM n) > {EXACT_SCOPE_ROWS} ORDER BY {distance} LIMIT %s) "
+        "UNION ALL SELECT NULL, NULL, c FROM n"
     )
-    params = [literal, *scope_params, *wparams, limit, *wparams, limit]
+    params = [literal, *count_params, *wparams, limit, *wparams, limit]
     return settings, gated, exact, params, [literal, *wparams, limit]
 
 
@@ -542,10 +558,11 @@ def _dense_pg(
         while cursor.description is None and cursor.nextset():
             pass
         found = cursor.fetchall()
-        rows = [(pk, distance) for pk, distance, _ in found]
-        if not found or (len(found) < limit and found[0][2] > EXACT_SCOPE_ROWS):
-            # No rows, or fewer than k from HNSW (its scan stopped at hnsw.max_scan_tuples
-            # before k rows passed the filter): the exact query settles it.
+        rows = [(pk, distance) for pk, distance, _ in found if pk is not None]
+        counted = next(count for pk, _, count in found if pk is None)
+        if len(rows) < limit and counted > EXACT_SCOPE_ROWS:
+            # Fewer than k from HNSW: its scan stopped at hnsw.max_scan_tuples before k rows
+            # passed the filter. The exact query settles it.
             cursor.execute(f"{settings}; {exact}; {HNSW_RESET}", exact_params)
             while cursor.description is None and cursor.nextset():
                 pass
@@ -906,14 +923,10 @@ EXACT_ROWS_MAX = 20_000
 
 
 def _count_upto(connection: BaseDatabaseWrapper, flt: Filter, cap: int) -> int:
-    """Rows with a vector under the filter, counted up to `cap` (bounded work on a big scope)."""
-    where, params = where_clause("e", flt, connection)
+    """The filter's scope rows counted up to `cap` (`_scope_count_sql`)."""
+    sql, params = _scope_count_sql(connection, flt, cap)
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM memory_engram e "
-            f"WHERE e.embedding IS NOT NULL AND {where} LIMIT %s) capped",
-            [*params, cap],
-        )
+        cursor.execute(sql, params)
         return int(cursor.fetchone()[0])
 
 

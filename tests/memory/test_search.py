@@ -146,6 +146,19 @@ def test_dense_search_settings_hold_for_that_search_only(owner: Any, store: Any)
     assert defaults[1] == "off"
 
 
+@pytest.mark.postgres_only
+def test_a_dense_search_is_one_round_trip_even_when_the_scope_is_empty(
+    owner: Any, store: Any
+) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    for scopes, found in ((["global"], len(store)), (["project:nothing-here"], 0)):
+        with CaptureQueriesContext(connection) as queries:
+            hits = search.dense(owner, embed("pytest database fixtures"), scopes=scopes, limit=50)
+        assert len(hits) == found
+        assert len(queries.captured_queries) == 1
+
+
 def test_dense_filters_owner_scope_status_validity_and_exclusions(
     owner: Any, other_owner: Any, store: Any
 ) -> None:
