@@ -44,7 +44,7 @@ from django.test.utils import (  # noqa: E402
 )
 from django.utils import timezone  # noqa: E402
 
-from memory import textnorm  # noqa: E402
+from memory.maths import textnorm  # noqa: E402
 from memory.models import (  # noqa: E402
     EMBEDDING_DIM,
     ActivityDay,

@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.db import connection
     from django.test import Client
 
-    from memory.embedder import get_embedder
+    from lib.embedder import get_embedder
     from memory.models import ApiToken, Observation
 
     user_model = get_user_model()

@@ -98,7 +98,7 @@ def embeddings(texts: list[str], cache_dir: Path) -> Any:
     """Embeddings of `texts`, cached on disk by a digest of the texts and the model id."""
     import numpy as np
 
-    from memory.embedder import MODEL_ID, get_embedder
+    from lib.embedder import MODEL_ID, get_embedder
 
     digest = hashlib.sha256(("\n".join(texts) + MODEL_ID).encode()).hexdigest()[:16]
     path = cache_dir / f"latency-{len(texts)}-{digest}.npy"
@@ -122,8 +122,8 @@ def load_rows(owner: Any, texts: list[str], vectors: Any, start: int, stop: int)
     """Bulk-insert engrams [start, stop) as active rules, as the learn service would build them."""
     from django.utils import timezone
 
-    from memory import textnorm
-    from memory.embedder import MODEL_ID
+    from lib.embedder import MODEL_ID
+    from memory.maths import textnorm
     from memory.models import Engram
     from memory.services.engrams import search_text_of
 
@@ -191,8 +191,8 @@ def measure(owner: Any, prompts: list[str], size: int) -> dict[str, Any]:
     """Inject (with a session, so injections are recorded) and recall over `prompts`."""
     from django.utils import timezone
 
-    from memory.embedder import get_embedder
-    from memory.search import dense_plan
+    from lib.embedder import get_embedder
+    from memory.search.legs import dense_plan
     from memory.services.retrieval import inject, recall
     from memory.services.sessions import session_start
 
@@ -351,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bootstrap(args.database_url)
     from django.db import connection
 
-    from memory.embedder import MODEL_ID
+    from lib.embedder import MODEL_ID
 
     print(f"machine: {machine()}; database {connection.vendor}; embedder {MODEL_ID}")
     owner = fresh_owner(BENCH_USER)

@@ -393,7 +393,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     url = bootstrap(args.database_url)
     from django.db import connection
 
-    from memory.embedder import MODEL_ID
+    from lib.embedder import MODEL_ID
 
     log(f"database: {connection.vendor} {connection.settings_dict['NAME']} ({url.split('@')[-1]})")
     print(f"embedder {MODEL_ID}; database {connection.vendor}; top {TOP}; pools 3x/2x limit")

@@ -7,11 +7,21 @@ from http import HTTPStatus
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.operation import Operation
 
 from exchange.api import router as exchange_router
-from memory.api import router as memory_router
+from memory.api.endpoints import router as memory_router
 
-api = NinjaAPI(
+
+class EngramApi(NinjaAPI):
+    """Operation ids stay `<app>_api_<function>` whichever module of the app's API holds the view."""
+
+    def get_openapi_operation_id(self, operation: Operation) -> str:
+        func = operation.view_func
+        return f"{func.__module__.split('.')[0]}_api_{func.__name__}"
+
+
+api = EngramApi(
     title="Engram API",
     version="1",
     description="Memory for AI coding agents. Authenticate with `Authorization: Bearer <token>`.",

@@ -30,10 +30,10 @@ from exchange.services import outgoing
 from exchange.services.identity import identity_get
 from exchange.services.incoming import ImportResult, packet_import
 from memory.access import actor_of, require_scope
-from memory.auth import TokenAuth, token_of
+from memory.api.auth import TokenAuth, token_of
+from memory.api.schemas import ErrorOut
 from memory.errors import ApiError
 from memory.models import ApiToken, Engram
-from memory.schemas import ErrorOut
 from memory.services.engrams import InvalidInput
 from memory.services.review import abstract_create
 

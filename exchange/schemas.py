@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from ninja import Field, Schema
 
-from memory.schemas import InSchema
+from memory.api.schemas import InSchema
 
 MAX_IDS = 500
 

@@ -68,7 +68,7 @@ def session_for(token: ApiToken, session_id: str) -> AgentSession:
 
 
 def engram_dict(engram: Engram, rs: float) -> dict[str, Any]:
-    """The public shape of an engram (memory.schemas.EngramOut); `rs` is its RS_eff now."""
+    """The public shape of an engram (memory.api.schemas.EngramOut); `rs` is its RS_eff now."""
     return {
         "id": engram.engram_id,
         "statement": engram.statement,
@@ -118,7 +118,7 @@ def engram_dicts(engrams: list[Engram]) -> list[dict[str, Any]]:
 
 
 def inject_dict(result: InjectResult) -> dict[str, Any]:
-    """The public shape of an injection (memory.schemas.InjectOut)."""
+    """The public shape of an injection (memory.api.schemas.InjectOut)."""
     return {
         "directives": result.directives,
         "constraints": result.constraints,
@@ -130,7 +130,7 @@ def inject_dict(result: InjectResult) -> dict[str, Any]:
 
 
 def episode_dict(episode: Episode) -> dict[str, Any]:
-    """The public shape of an episode (memory.schemas.EpisodeOut); select_related("session")."""
+    """The public shape of an episode (memory.api.schemas.EpisodeOut); select_related("session")."""
     return {
         "id": episode.episode_id,
         "timestamp": episode.timestamp,

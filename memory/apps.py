@@ -7,3 +7,10 @@ class MemoryConfig(AppConfig):
     name = "memory"
     verbose_name = "Memory"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.conf import settings
+
+        from lib import embedder
+
+        embedder.configure(threads=int(settings.ENGRAM_EMBEDDER_THREADS))

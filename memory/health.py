@@ -61,7 +61,7 @@ def _broker() -> tuple[bool, str]:
 
 
 def _embedder() -> tuple[bool, str]:
-    from memory import embedder
+    from lib import embedder
 
     return embedder.ready()
 

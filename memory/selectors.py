@@ -23,8 +23,9 @@ from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from memory import activation, charts, coaccess, effectiveness
-from memory.effectiveness import Classification, EngramCounts
+from memory import charts
+from memory.maths import activation, coaccess, effectiveness
+from memory.maths.effectiveness import Classification, EngramCounts
 from memory.models import (
     ActivityDay,
     AgentSession,

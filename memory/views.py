@@ -22,7 +22,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from memory import activation, charts, selectors
+from memory import charts, selectors
 from memory.errors import ApiError
 from memory.forms import (
     EngramEditForm,
@@ -33,6 +33,7 @@ from memory.forms import (
     TokenForm,
 )
 from memory.health import Check, run_checks
+from memory.maths import activation
 from memory.models import AgentSession, ApiToken, Engram, OwnerSettings, ReviewItem
 from memory.services import embeddings, review
 from memory.services import engrams as engram_services

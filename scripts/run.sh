@@ -16,7 +16,7 @@ say "Applying database migrations"
 python manage.py migrate --no-input
 python manage.py engram_bootstrap
 say "Loading the embedding model"
-python manage.py shell -c "from memory.embedder import get_embedder; get_embedder().embed_one('warm up')" \
+python manage.py shell -c "from lib.embedder import get_embedder; get_embedder().embed_one('warm up')" \
   || die "The embedding model could not be loaded; see the error above."
 say "Starting Engram on http://${ENGRAM_BIND:-127.0.0.1:8000}/ (web, worker, beat)"
 exec python manage.py engram_run

@@ -30,7 +30,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _test_defaults(settings: Any) -> Iterator[None]:
     """Fast password hashing (the production hasher costs ~0.3 s per user) and a fresh
     in-process dense index, which must not outlive a test's rolled-back rows."""
-    from memory import search
+    from memory.search import legs as search
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     search.dense_index_clear()

@@ -11,13 +11,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PURE_MODULES = [
-    "memory.activation",
-    "memory.coaccess",
-    "memory.effectiveness",
-    "memory.textnorm",
+    "memory.maths.activation",
+    "memory.maths.coaccess",
+    "memory.maths.effectiveness",
+    "memory.maths.textnorm",
     "memory.scanner",
-    "memory.ranking",
-    "memory.embedder",
+    "memory.maths.ranking",
+    "lib.embedder",
     "memory.interop",
     "exchange.canonical",
     "exchange.crypto",

@@ -29,11 +29,12 @@ from exchange import fitness as fitness_maths
 from exchange import packet as packet_format
 from exchange.models import Packet, PacketItem, Peer
 from exchange.packet import PacketError
-from memory import scanner, textnorm
-from memory.embedder import MODEL_ID
+from lib.embedder import MODEL_ID
+from memory import scanner
 from memory.errors import ApiError
+from memory.maths import textnorm
 from memory.models import Engram, IdSequence
-from memory.search import nearest
+from memory.search.legs import nearest
 from memory.services.activity import activity_mark
 from memory.services.engrams import (
     InvalidInput,

@@ -5,8 +5,8 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-import memory.dbops
 import memory.fields
+import memory.migrations._operations
 
 
 class Migration(migrations.Migration):
@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        memory.dbops.PostgresVectorExtension(),
+        memory.migrations._operations.PostgresVectorExtension(),
         migrations.CreateModel(
             name="AgentSession",
             fields=[
@@ -714,7 +714,7 @@ class Migration(migrations.Migration):
             model_name="reviewitem",
             index=models.Index(fields=["owner", "state", "kind"], name="review_open"),
         ),
-        memory.dbops.VendorSQL(
+        memory.migrations._operations.VendorSQL(
             "postgresql",
             "CREATE INDEX engram_embedding_hnsw ON memory_engram "
             "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)",

@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from memory import activation
+from memory.maths import activation
 from memory.models import ActivityDay, Engram, OwnerSettings
 
 GLOBAL_SCOPE = "global"

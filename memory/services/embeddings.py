@@ -46,7 +46,7 @@ def reembed(
     Embedding runs outside the transaction; a row whose statement changed meanwhile is left for
     the next run rather than given the vector of its old text.
     """
-    from memory.embedder import get_embedder
+    from lib.embedder import get_embedder
 
     model_id = _embedding_model()
     embedder = get_embedder()

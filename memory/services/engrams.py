@@ -14,8 +14,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memory import activation, coaccess, scanner, textnorm
+from memory import scanner
 from memory.errors import ApiError
+from memory.maths import activation, coaccess, textnorm
 from memory.models import (
     Association,
     Engram,
@@ -182,13 +183,13 @@ def search_text_of(engram: Engram) -> str:
 
 
 def embed_texts(texts: Sequence[str]) -> np.ndarray:
-    from memory.embedder import get_embedder
+    from lib.embedder import get_embedder
 
     return get_embedder().embed(list(texts))
 
 
 def _embedding_model() -> str:
-    from memory.embedder import MODEL_ID
+    from lib.embedder import MODEL_ID
 
     return MODEL_ID
 
@@ -544,7 +545,7 @@ def _learn_drafts(
     draft counts as a neighbour (or the original of a repeat) of a later one, exactly as if
     they were learned one after another.
     """
-    from memory.search import nearest_many
+    from memory.search.legs import nearest_many
 
     # Step 2 for the whole batch: against the store, then within the batch.
     stored = {

@@ -12,8 +12,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from memory import interop, scanner, textnorm
+from memory import interop, scanner
 from memory.errors import ApiError
+from memory.maths import textnorm
 from memory.models import Engram, IdSequence, ReviewItem
 from memory.services.activity import activity_mark
 from memory.services.engrams import SCOPE_RE, embed_texts, search_text_of
@@ -335,7 +336,7 @@ def engrams_import(
     for start in range(0, len(fresh), EMBED_BATCH):
         chunk = fresh[start : start + EMBED_BATCH]
         vectors = embed_texts([e.statement for e in chunk])
-        from memory.embedder import MODEL_ID
+        from lib.embedder import MODEL_ID
 
         for engram, vector in zip(chunk, vectors, strict=True):
             engram.embedding = vector

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from memory import activation
+from memory.maths import activation
 from memory.models import AgentSession, Engram, LifecycleEvent, ReviewItem
 from memory.services.activity import decay_base_for, effective_strengths
 from memory.services.events import events_record

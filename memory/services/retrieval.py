@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from memory import activation, coaccess, ranking, search, textnorm
+from memory.maths import activation, coaccess, ranking, textnorm
 from memory.models import (
     AgentSession,
     Association,
@@ -26,6 +26,7 @@ from memory.models import (
     Injection,
     scope_allowed,
 )
+from memory.search import legs as search
 from memory.services.activity import effective_strengths
 
 MODES: tuple[str, ...] = ("hybrid", "lexical", "dense")
@@ -227,7 +228,7 @@ def _run_legs(
     The embedding runs on a worker thread while the lexical leg waits for the database, so
     the two overlap. `embed_ms` is the embedding's own time and `search_ms` the two legs'.
     """
-    from memory.embedder import get_embedder
+    from lib.embedder import get_embedder
 
     common: dict[str, Any] = {
         "scopes": scopes,

@@ -21,8 +21,8 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from memory import textnorm
 from memory.errors import ApiError
+from memory.maths import textnorm
 from memory.models import Engram, IdSequence, LifecycleEvent, OwnerSettings, ReviewItem
 from memory.services.activity import activity_mark
 from memory.services.engrams import (

@@ -13,8 +13,9 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from memory import attribution, coaccess, scanner
+from memory import scanner
 from memory.errors import ApiError
+from memory.maths import attribution, coaccess
 from memory.models import AgentSession, Association, Engram, Injection, Observation, Outcome
 from memory.services.activity import activity_mark
 from memory.services.engrams import (

@@ -14,7 +14,7 @@ from django.test import Client
 from hypothesis import HealthCheck, settings
 
 from exchange.api import router as exchange_router
-from memory import ratelimit
+from memory.api import ratelimit
 from memory.models import ApiToken
 from tests.memory.helpers import make_engram
 

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 from django.utils import timezone
 
-from memory import textnorm
-from memory.embedder import MODEL_ID, get_embedder
+from lib.embedder import MODEL_ID, get_embedder
+from memory.maths import textnorm
 from memory.models import AgentSession, Association, Engram
 
 _serial = itertools.count(1)

@@ -4,7 +4,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from memory.activation import (
+from memory.maths.activation import (
     FeedbackResult,
     apply_feedback,
     band,

@@ -10,7 +10,7 @@ import redis
 from django.conf import settings as django_settings
 from django.test import Client
 
-from memory import ratelimit
+from memory.api import ratelimit
 from memory.models import ApiToken
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from memory.api import router as memory_router
+from memory.api.endpoints import router as memory_router
 from memory.models import AgentSession, Engram, Episode, Injection, LifecycleEvent, Observation
 
 pytestmark = pytest.mark.django_db

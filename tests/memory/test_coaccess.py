@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.coaccess import (
+from memory.maths.coaccess import (
     MAX_COACCESS_EDGES,
     NEW_EDGE_STRENGTH,
     STRENGTH_CAP,

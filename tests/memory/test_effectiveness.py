@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.effectiveness import (
+from memory.maths.effectiveness import (
     LEVELS,
     Classification,
     EngramCounts,

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory.embedder import (
+from lib.embedder import (
     DIM,
     MODEL_ID,
     Embedder,
@@ -214,7 +214,7 @@ def test_the_model_is_located_inside_its_installed_distribution() -> None:
 
 
 def test_the_module_imports_no_django() -> None:
-    code = "import sys, memory.embedder; print(any(m.startswith('django') for m in sys.modules))"
+    code = "import sys, lib.embedder; print(any(m.startswith('django') for m in sys.modules))"
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

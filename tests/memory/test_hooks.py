@@ -22,8 +22,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from memory import hookclient
-from memory.hooks import MAX_CONTEXT_CHARS, project_scope, trigger_matches
+from memory.integrations import hookclient
+from memory.integrations.claude_code import MAX_CONTEXT_CHARS, project_scope, trigger_matches
 from memory.management.commands.engram_claude_setup import merge_settings
 from memory.models import AgentSession, ApiToken, Injection, Observation
 
@@ -264,7 +264,7 @@ def test_project_scope_from_cwd() -> None:
 
 def run_client(stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "memory.hookclient"],
+        [sys.executable, "-m", "memory.integrations.hookclient"],
         input=stdin,
         capture_output=True,
         env={"PATH": "/usr/bin:/bin", **env},

@@ -14,9 +14,10 @@ from django.db import close_old_connections
 from django.test import Client
 from hypothesis import HealthCheck, settings
 
-from memory import ratelimit, search
-from memory.api import router as memory_router
+from memory.api import ratelimit
+from memory.api.endpoints import router as memory_router
 from memory.models import ApiToken
+from memory.search import legs as search
 from memory.services.engrams import engram_learn
 
 MAX_EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "8"))

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from memory import ranking
-from memory.ranking import (
+from memory.maths import ranking
+from memory.maths.ranking import (
     HEADER_TOKENS,
     MAX_FUSED,
     RENDER_HEADER,
@@ -448,7 +448,9 @@ def test_render_hard_caps_a_hand_built_oversized_selection() -> None:
 
 
 def test_ranking_module_imports_no_django() -> None:
-    code = "import sys, memory.ranking; print(any(m.startswith('django') for m in sys.modules))"
+    code = (
+        "import sys, memory.maths.ranking; print(any(m.startswith('django') for m in sys.modules))"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -6,9 +6,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory import activation, coaccess
+from memory.maths import activation, coaccess
+from memory.maths.ranking import HEADER_TOKENS, MAX_FUSED, RENDER_MAX_CHARS, line_tokens
 from memory.models import ActivityDay, Association, Engram, Injection
-from memory.ranking import HEADER_TOKENS, MAX_FUSED, RENDER_MAX_CHARS, line_tokens
 from memory.services.retrieval import inject, recall, visible_scopes
 from tests.memory.helpers import link, make_engram, make_session
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from django.db import connection, transaction
 
-from memory import search
 from memory.models import EMBEDDING_DIM, Engram
+from memory.search import legs as search
 from tests.memory.helpers import embed, make_engram
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
@@ -369,7 +369,7 @@ def test_engram_reembed_updates_only_stale_vectors(owner: Any, store: Any) -> No
 
     from django.core.management import call_command
 
-    from memory.embedder import MODEL_ID
+    from lib.embedder import MODEL_ID
 
     Engram.objects.filter(pk=store["A"].pk).update(
         embedding=-embed(STORE["A"]), embedding_model="old-model"

@@ -29,7 +29,7 @@ def test_abstraction_prompts_task_prompts_once(owner: Any) -> None:
 def test_reembed_task_moves_vectors_of_an_older_model_once(owner: Any) -> None:
     from django.conf import settings
 
-    from memory.embedder import MODEL_ID, get_embedder
+    from lib.embedder import MODEL_ID, get_embedder
     from memory.models import Engram
 
     for text in ("Run the linter before pushing", "Keep secrets out of the repository"):

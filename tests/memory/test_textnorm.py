@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory import textnorm
-from memory.textnorm import (
+from memory.maths import textnorm
+from memory.maths.textnorm import (
     content_hash,
     estimate_tokens,
     has_opposition,

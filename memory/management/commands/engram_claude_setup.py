@@ -19,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.errors import ApiError
 from memory.forms import TokenForm
-from memory.hookclient import DEFAULT_URL, HOOK_PATH
+from memory.integrations.hookclient import DEFAULT_URL, HOOK_PATH
 from memory.management.owner import resolve_owner
 from memory.models import ApiToken
 from memory.services.engrams import validate_scope

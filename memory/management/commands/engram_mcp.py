@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.mcp_server import TokenInvalid, serve
+from memory.integrations.mcp import TokenInvalid, serve
 
 
 class Command(BaseCommand):

@@ -33,7 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from memory.embedder import MODEL_ID
+        from lib.embedder import MODEL_ID
         from memory.services import embeddings
 
         batch = max(1, int(options["batch_size"]))

@@ -23,8 +23,8 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memory import attribution, ranking
 from memory.access import ScopeForbidden, require_scope
+from memory.maths import attribution, ranking
 from memory.models import AgentSession, ApiToken, Engram, Injection
 from memory.services import retrieval
 from memory.services.engrams import validate_scope
@@ -186,7 +186,7 @@ def trigger_matches(*, trigger_context: str, statement: str, tool_input: str) ->
 
     A trigger_context lists alternatives (separated by commas, "|" or new lines), each a set
     of words that must all appear as whole tokens: "gh --repo, git push --force". Without
-    one, the statement's key terms (memory.attribution.key_terms) must appear, at least
+    one, the statement's key terms (memory.maths.attribution.key_terms) must appear, at least
     attribution.MATCH_SHARE of them.
     """
     haystack = tool_input.lower()

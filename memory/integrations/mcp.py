@@ -24,9 +24,9 @@ from memory.access import (
     require_scope,
     session_for,
 )
+from memory.api.schemas import DateTime, EngramOut, EpisodeOut, InjectOut, StatusOut, clean_text
 from memory.errors import ApiError
 from memory.models import AgentSession, ApiToken
-from memory.schemas import DateTime, EngramOut, EpisodeOut, InjectOut, StatusOut, clean_text
 from memory.services import engrams as engram_services
 from memory.services import episodes as episode_services
 from memory.services import lifecycle, retrieval, sessions

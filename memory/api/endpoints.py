@@ -32,13 +32,8 @@ from memory.access import (
     require_scope,
     session_for,
 )
-from memory.auth import TokenAuth, token_of
-from memory.errors import ApiError
-from memory.hooks import hook_handle
-from memory.interop import FORMATS as IMPORT_FORMATS
-from memory.interop import detect_format
-from memory.models import AgentSession, ApiToken, Engram, Episode
-from memory.schemas import (
+from memory.api.auth import TokenAuth, token_of
+from memory.api.schemas import (
     BatchIn,
     BatchOut,
     EngramFilters,
@@ -72,7 +67,12 @@ from memory.schemas import (
     StatusOut,
     clean_text,
 )
-from memory.search import STOP_WORDS
+from memory.errors import ApiError
+from memory.integrations.claude_code import hook_handle
+from memory.interop import FORMATS as IMPORT_FORMATS
+from memory.interop import detect_format
+from memory.models import AgentSession, ApiToken, Engram, Episode
+from memory.search.legs import STOP_WORDS
 from memory.services import engrams as engram_services
 from memory.services import episodes as episode_services
 from memory.services import interop as interop_services

@@ -1,0 +1,1 @@
+"""How agents reach Engram besides REST: Claude Code hooks (and their command client) and MCP."""

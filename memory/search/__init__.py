@@ -1,0 +1,1 @@
+"""Search over the engram store: the lexical and dense legs per database (`legs`)."""
