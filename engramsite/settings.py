@@ -283,7 +283,14 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
 # --- Engram -------------------------------------------------------------------------------
 
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "").strip()
-ENGRAM_LLM_MODEL = os.environ.get("ENGRAM_LLM_MODEL", "claude-sonnet-4-5")
+ENGRAM_LLM_MODEL = os.environ.get("ENGRAM_LLM_MODEL", "claude-sonnet-4-6")
+# Tokens (in + out) each owner may spend on Claude per UTC day; past it, the fallbacks run.
+ENGRAM_LLM_DAILY_TOKENS = env_int("ENGRAM_LLM_DAILY_TOKENS", 200_000, minimum=0)
+# Seconds per request and retries on 429/5xx (with the SDK's backoff) before a fallback runs.
+ENGRAM_LLM_TIMEOUT = env_float("ENGRAM_LLM_TIMEOUT", 20.0)
+ENGRAM_LLM_RETRIES = env_int("ENGRAM_LLM_RETRIES", 2, minimum=0)
+# Another Messages API endpoint (a proxy or gateway); empty: Anthropic's.
+ENGRAM_LLM_BASE_URL = os.environ.get("ENGRAM_LLM_BASE_URL", "").strip()
 ENGRAM_OWNER_USERNAME = os.environ.get("ENGRAM_OWNER_USERNAME", "owner")
 # Texts embedded at once by a batch (one worker thread each); a separate pool as large embeds
 # queries (one thread per query, while its lexical leg runs).

@@ -67,9 +67,11 @@ def _embedder() -> tuple[bool, str]:
 
 
 def _llm() -> tuple[bool, str]:
-    if settings.ANTHROPIC_API_KEY:
-        return True, f"Claude ({settings.ENGRAM_LLM_MODEL})"
-    return True, "not configured: deterministic fallbacks in use"
+    """Optional: never makes /healthz fail; not ok only when the last call to Claude failed."""
+    from memory.services.llm import llm_status
+
+    status = llm_status()
+    return not status.last_failed, status.summary
 
 
 def run_checks() -> dict[str, Check]:

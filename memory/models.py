@@ -672,3 +672,41 @@ class LifecycleEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} {self.engram_ref}"
+
+
+# --- LLM calls ----------------------------------------------------------------------------
+
+
+class LlmCall(models.Model):
+    """One call to Claude (or one refused by the daily budget): what it cost and how it ended."""
+
+    class Outcome(models.TextChoices):
+        OK = "ok"
+        REPAIRED = "repaired"  # ok after the repair turn
+        FAILED = "failed"  # an API error, a timeout or an invalid answer: the fallback ran
+        BUDGET = "budget"  # not sent: the owner's daily budget was spent
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True
+    )
+    task = models.CharField(max_length=60)
+    model = models.CharField(max_length=100, blank=True, default="")
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    duration_ms = models.FloatField(default=0.0)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices)
+    error = models.CharField(max_length=300, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes: ClassVar = [
+            models.Index(fields=["owner", "created_at"], name="llmcall_owner_day"),
+            models.Index(fields=["-created_at"], name="llmcall_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task} {self.outcome} ({self.tokens_in}+{self.tokens_out} tokens)"
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out

@@ -35,7 +35,7 @@ from memory.forms import (
 from memory.health import Check, run_checks
 from memory.maths import activation
 from memory.models import AgentSession, ApiToken, Engram, OwnerSettings, ReviewItem
-from memory.services import embeddings, review
+from memory.services import embeddings, llm, review
 from memory.services import engrams as engram_services
 from memory.services.activity import effective_strength
 from memory.services.episodes import episode_timeline
@@ -124,6 +124,9 @@ def _health(owner: Any) -> dict[str, Check]:
                 detail=f"{checks['embedder'].detail}; {stale} engram(s) hold vectors from "
                 "another model (re-embedded hourly, or now with manage.py engram_reembed)",
             )
+    if checks["database"].ok:
+        status = llm.llm_status(owner)
+        checks["llm"] = Check(ok=not status.last_failed, detail=status.summary, ms=0.0)
     ordered = {"database": checks.pop("database")}
     ordered["worker"] = Check(ok=ok, detail=detail, ms=0.0)
     ordered.update(checks)

@@ -33,6 +33,8 @@ def _test_defaults(settings: Any) -> Iterator[None]:
     from memory.search import legs as search
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # No test reaches Claude: without the `fake_claude` fixture every LLM feature has no key.
+    settings.ANTHROPIC_API_KEY = ""
     search.dense_index_clear()
     yield
     search.dense_index_clear()
@@ -78,3 +80,17 @@ def tmp_home(tmp_path: Any) -> str:
     home = tmp_path / "home"
     home.mkdir()
     return str(home)
+
+
+@pytest.fixture
+def fake_claude(settings: Any) -> Iterator[Any]:
+    """Claude faked at the HTTP transport with a key set: LLM features take their LLM path."""
+    from memory.services import llm
+    from tests.fake_claude import FakeClaude
+
+    fake = FakeClaude()
+    settings.ANTHROPIC_API_KEY = "sk-ant-test-not-a-real-key"
+    settings.ENGRAM_LLM_RETRIES = 2
+    llm.use_transport(fake.transport())
+    yield fake
+    llm.use_transport(None)

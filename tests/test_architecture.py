@@ -18,6 +18,7 @@ PURE_MODULES = [
     "memory.scanner",
     "memory.maths.ranking",
     "lib.embedder",
+    "lib.llm.client",
     "memory.interop",
     "exchange.canonical",
     "exchange.crypto",
