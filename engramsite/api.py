@@ -11,6 +11,8 @@ from ninja.operation import Operation
 
 from exchange.api import router as exchange_router
 from memory.api.endpoints import router as memory_router
+from memory.api.errors import status_of
+from memory.errors import DomainError, envelope, envelope_of
 
 
 class EngramApi(NinjaAPI):
@@ -37,10 +39,13 @@ api.add_router("/v1/exchange/", exchange_router)
 def error(
     request: HttpRequest, status: int, code: str, message: str, details: object | None = None
 ) -> HttpResponse:
-    body: dict[str, object] = {"code": code, "message": message}
-    if details is not None:
-        body["details"] = details
-    return api.create_response(request, body, status=status)
+    return api.create_response(request, envelope(code, message, details), status=status)
+
+
+@api.exception_handler(DomainError)
+def on_domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
+    """A service refused: the kind of refusal picks the status, the rest is the error's own."""
+    return api.create_response(request, envelope_of(exc), status=status_of(exc))
 
 
 @api.exception_handler(ValidationError)

@@ -31,10 +31,10 @@ from exchange.services.identity import identity_get
 from exchange.services.incoming import ImportResult, packet_import
 from memory.access import actor_of, require_scope
 from memory.api.auth import TokenAuth, token_of
+from memory.api.errors import ApiError
 from memory.api.schemas import ErrorOut
-from memory.errors import ApiError
+from memory.errors import InvalidInput
 from memory.models import ApiToken, Engram
-from memory.services.engrams import InvalidInput
 from memory.services.review import abstract_create
 
 router = Router(auth=TokenAuth(), tags=["exchange"])

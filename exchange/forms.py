@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 
 from exchange import packet as packet_format
-from memory.errors import ApiError
+from memory.errors import DomainError
 from memory.models import Engram
 from memory.services.engrams import check_text
 
@@ -18,8 +18,8 @@ def _scanned(value: str) -> str:
     """Refuse, next to its field, text the write path would refuse (secret, injection)."""
     try:
         check_text(value)
-    except ApiError as exc:
-        raise forms.ValidationError(str(exc.message)) from None
+    except DomainError as exc:
+        raise forms.ValidationError(str(exc)) from None
     return value
 
 

@@ -18,7 +18,7 @@ from exchange.forms import AbstractForm, ExportForm, IdentityForm, PacketUploadF
 from exchange.models import Packet, PacketItem, Peer
 from exchange.services import incoming, outgoing
 from exchange.services.identity import identity_get, identity_rename
-from memory.errors import ApiError
+from memory.errors import DomainError
 from memory.services.review import abstract_create
 
 PEER_DECISIONS = {
@@ -38,11 +38,12 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def _field_error(form: Any, exc: ApiError) -> None:
+def _field_error(form: Any, exc: DomainError) -> None:
     """Put a service's refusal next to the field it names (else above the form)."""
-    details = exc.details if isinstance(exc.details, dict) else {}
-    name = details.get("field")
-    form.add_error(name if name in form.fields else None, str(exc.message))
+    if exc.field in form.fields:
+        form.add_error(exc.field, exc.sentence)
+    else:
+        form.add_error(None, str(exc))
 
 
 # --- identity and peers ---------------------------------------------------------------------
@@ -77,7 +78,7 @@ def identity_update(request: HtmxHttpRequest) -> HttpResponse:
     if form.is_valid():
         try:
             identity_rename(owner=request.user, name=form.cleaned_data["name"])
-        except ApiError as exc:
+        except DomainError as exc:
             _field_error(form, exc)
     if not form.is_valid():
         return render(
@@ -102,7 +103,7 @@ def peer_add(request: HtmxHttpRequest) -> HttpResponse:
                 name=form.cleaned_data["name"],
                 actor=f"person:{request.user.get_username()}",
             )
-        except ApiError as exc:
+        except DomainError as exc:
             _field_error(form, exc)
     if not form.is_valid():
         return render(
@@ -124,11 +125,11 @@ def peer_decide(request: HtmxHttpRequest, pk: int, decision: str) -> HttpRespons
         return HttpResponse("Unknown decision.", status=HTTPStatus.NOT_FOUND)
     try:
         action(owner=request.user, peer=peer, actor=f"person:{request.user.get_username()}")
-    except ApiError as exc:
+    except DomainError as exc:
         if request.htmx:
-            context = _index_context(request, peer_error=str(exc.message))
+            context = _index_context(request, peer_error=str(exc))
             return render(request, "exchange/index.html#peers", context, status=HTTPStatus.CONFLICT)
-        messages.error(request, str(exc.message))
+        messages.error(request, str(exc))
     else:
         if request.htmx:
             return render(request, "exchange/index.html#peers", _index_context(request))
@@ -182,7 +183,7 @@ def outgoing_preview(request: HtmxHttpRequest) -> HttpResponse:
             result = outgoing.packet_export(
                 owner=request.user, ids=form.cleaned_data["ids"], record=False
             )
-        except ApiError as exc:
+        except DomainError as exc:
             _field_error(form, exc)
         else:
             context["preview"] = outgoing.packet_yaml(result.packet)
@@ -202,7 +203,7 @@ def outgoing_download(request: HtmxHttpRequest) -> HttpResponse:
     if form.is_valid():
         try:
             result = outgoing.packet_export(owner=request.user, ids=form.cleaned_data["ids"])
-        except ApiError as exc:
+        except DomainError as exc:
             _field_error(form, exc)
         else:
             response = HttpResponse(result.raw, content_type="application/json")
@@ -251,7 +252,7 @@ def abstract_create_view(request: HtmxHttpRequest) -> HttpResponse:
                 visibility=form.cleaned_data["visibility"],
                 actor=f"person:{request.user.get_username()}",
             )
-        except ApiError as exc:
+        except DomainError as exc:
             _field_error(form, exc)
         else:
             messages.success(request, f"Abstract {abstract.engram_id} written.")
@@ -345,8 +346,8 @@ def item_decide(request: HtmxHttpRequest, pk: int, decision: str) -> HttpRespons
         return HttpResponse("Unknown decision.", status=HTTPStatus.NOT_FOUND)
     try:
         action(owner=request.user, item=item, actor=f"person:{request.user.get_username()}")
-    except ApiError as exc:
-        messages.error(request, str(exc.message))
+    except DomainError as exc:
+        messages.error(request, str(exc))
     else:
         messages.success(request, f"{item.abstract_id}: {decision} done.")
     return redirect("exchange:incoming")

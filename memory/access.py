@@ -7,10 +7,9 @@ confirm they exist; a 403 is only for writing to a scope the token may not use.
 
 from __future__ import annotations
 
-from http import HTTPStatus
 from typing import Any
 
-from memory.errors import ApiError, not_found
+from memory.errors import Forbidden, not_found
 from memory.models import AgentSession, ApiToken, Engram, EngramQuerySet, Episode
 from memory.services.activity import effective_strengths
 from memory.services.retrieval import InjectResult
@@ -19,13 +18,12 @@ MAX_ENGRAM_ID = 40
 MAX_SESSION_ID = 200
 
 
-class ScopeForbidden(ApiError):
+class ScopeForbidden(Forbidden):
     def __init__(self, scope: str) -> None:
         super().__init__(
-            HTTPStatus.FORBIDDEN,
-            "scope_forbidden",
             f"This token may not use scope {scope!r}.",
-            {"scope": scope},
+            code="scope_forbidden",
+            details={"scope": scope},
         )
 
 

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from memory import charts, selectors
-from memory.errors import ApiError
+from memory.errors import DomainError
 from memory.forms import (
     EngramEditForm,
     EngramFilterForm,
@@ -85,15 +85,9 @@ def _actor(request: HttpRequest) -> str:
     return f"person:{request.user.get_username()}"
 
 
-def _error_fields(exc: ApiError) -> tuple[str | None, str]:
-    """(field name or None, message) of a service error, the field prefix removed."""
-    details = exc.details if isinstance(exc.details, dict) else {}
-    name = details.get("field")
-    message = str(exc.message)
-    if name and message.startswith(f"{name}: "):
-        message = message[len(name) + 2 :]
-        message = message[:1].upper() + message[1:] + "."
-    return (name if isinstance(name, str) else None), message
+def _error_fields(exc: DomainError) -> tuple[str | None, str]:
+    """(field name or None, message) of a service's refusal, for the form that shows it."""
+    return exc.field, exc.sentence
 
 
 # --- health and overview ----------------------------------------------------------------------
@@ -259,7 +253,7 @@ def engram_edit(request: HttpRequest, engram_id: str) -> HttpResponse:
             engram_services.engram_update(
                 owner=request.user, engram=engram, changes=form.changes(), actor=_actor(request)
             )
-        except ApiError as exc:
+        except DomainError as exc:
             name, message = _error_fields(exc)
             form.add_error(name if name in form.fields else None, message)
         else:
@@ -340,10 +334,10 @@ def review_decide(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                 actor=_actor(request),
                 edits=form.edits(action),
             )
-        except ApiError as exc:
+        except DomainError as exc:
             name, message = _error_fields(exc)
             errors = {name or "action": message}
-            if exc.status_code == HTTPStatus.CONFLICT:
+            if exc.kind == "conflict":
                 messages.info(request, message)
                 if not request.htmx:
                     return redirect("memory:review")
@@ -387,7 +381,7 @@ def review_all(request: HtmxHttpRequest) -> HttpResponse:
     action = request.POST.get("action", "")
     try:
         count = review.review_decide_all(owner=request.user, action=action, actor=_actor(request))
-    except ApiError as exc:
+    except DomainError as exc:
         messages.error(request, _error_fields(exc)[1])
     else:
         verb = "Approved" if action == "approve" else "Deferred"

@@ -8,7 +8,6 @@ is empty, from SECRET_KEY); a database dump alone cannot sign packets.
 
 from __future__ import annotations
 
-from http import HTTPStatus
 from typing import Any
 
 from django.conf import settings
@@ -16,21 +15,20 @@ from django.db import IntegrityError, transaction
 
 from exchange import crypto
 from exchange.models import Identity
-from memory.errors import ApiError
-from memory.services.engrams import InvalidInput, check_text
+from memory.errors import Conflict, InvalidInput
+from memory.services.engrams import check_text
 
 # Purpose label, so the passphrase derived from SECRET_KEY is not SECRET_KEY itself.
 SECRET_LABEL = "engram-exchange-identity:"
 MAX_NAME_CHARS = 200
 
 
-class IdentityLocked(ApiError):
+class IdentityLocked(Conflict):
     def __init__(self) -> None:
         super().__init__(
-            HTTPStatus.CONFLICT,
-            "identity_locked",
             "The exchange private key cannot be decrypted: ENGRAM_EXCHANGE_KEY (or SECRET_KEY, "
             "when that is unset) changed since the identity was created. Restore the old value.",
+            code="identity_locked",
         )
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from http import HTTPStatus
 from typing import Any
 
 import numpy as np
@@ -31,7 +30,7 @@ from exchange.models import Packet, PacketItem, Peer
 from exchange.packet import PacketError
 from lib.embedder import MODEL_ID
 from memory import scanner
-from memory.errors import ApiError
+from memory.errors import Conflict
 from memory.maths import textnorm
 from memory.models import Engram, IdSequence
 from memory.search.legs import nearest
@@ -54,9 +53,9 @@ IMPORT_SCOPE = "global"
 MAX_NAME_CHARS = 200
 
 
-class InvalidState(ApiError):
+class InvalidState(Conflict):
     def __init__(self, message: str) -> None:
-        super().__init__(HTTPStatus.CONFLICT, "invalid_state", message)
+        super().__init__(message, code="invalid_state")
 
 
 @dataclass

@@ -19,9 +19,9 @@ from exchange import packet as packet_format
 from exchange.models import Identity, Packet, PacketItem
 from exchange.services.identity import identity_get, identity_private_key
 from memory import scanner
+from memory.errors import InvalidInput
 from memory.models import Engram
 from memory.services.activity import effective_strengths
-from memory.services.engrams import InvalidInput
 
 DEFAULT_LICENSE = "CC0-1.0"
 DEFAULT_DOMAIN = "general"

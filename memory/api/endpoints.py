@@ -22,6 +22,7 @@ from ninja import Query, Router, Schema, Status
 
 from memory import selectors
 from memory.access import (
+    ScopeForbidden,
     actor_of,
     engram_dict,
     engram_dicts,
@@ -33,6 +34,7 @@ from memory.access import (
     session_for,
 )
 from memory.api.auth import TokenAuth, token_of
+from memory.api.errors import ApiError, status_of
 from memory.api.schemas import (
     BatchIn,
     BatchOut,
@@ -67,7 +69,7 @@ from memory.api.schemas import (
     StatusOut,
     clean_text,
 )
-from memory.errors import ApiError
+from memory.errors import DomainError, envelope, envelope_of
 from memory.integrations.claude_code import hook_handle
 from memory.interop import FORMATS as IMPORT_FORMATS
 from memory.interop import detect_format
@@ -177,21 +179,19 @@ def engram_batch(request: HttpRequest, payload: BatchIn) -> dict[str, Any]:
     todo: list[tuple[int, dict[str, Any]]] = []
     for index, item in enumerate(payload.items):
         if not token.allows_scope(item.scope):
-            results[index] = _item_error(index, HTTPStatus.FORBIDDEN, "scope_forbidden", item.scope)
+            status, body = _failure(ScopeForbidden(item.scope))
+            results[index] = {"index": index, "status": status, "error": body}
         else:
             todo.append((index, item.model_dump()))
     learned = engram_services.engram_learn_batch(
         owner=token.owner, items=[item for _, item in todo], actor=actor_of(token)
     )
-    ok = [r for r in learned if not isinstance(r, ApiError)]
+    ok = [r for r in learned if not isinstance(r, DomainError)]
     shapes = iter(engram_dicts([r.engram for r in ok]))
     for (index, _), outcome in zip(todo, learned, strict=True):
-        if isinstance(outcome, ApiError):
-            results[index] = {
-                "index": index,
-                "status": outcome.status_code,
-                "error": _error_body(outcome),
-            }
+        if isinstance(outcome, DomainError):
+            status, body = _failure(outcome)
+            results[index] = {"index": index, "status": status, "error": body}
         else:
             results[index] = {
                 "index": index,
@@ -204,24 +204,11 @@ def engram_batch(request: HttpRequest, payload: BatchIn) -> dict[str, Any]:
     return {"results": done, "learned": len(ok), "failed": len(done) - len(ok)}
 
 
-def _error_body(exc: ApiError) -> dict[str, Any]:
-    body: dict[str, Any] = {"code": getattr(exc, "code", "error"), "message": str(exc)}
-    details = getattr(exc, "details", None)
-    if details is not None:
-        body["details"] = details
-    return body
-
-
-def _item_error(index: int, status: int, code: str, scope: str) -> dict[str, Any]:
-    return {
-        "index": index,
-        "status": status,
-        "error": {
-            "code": code,
-            "message": f"This token may not use scope {scope!r}.",
-            "details": {"scope": scope},
-        },
-    }
+def _failure(exc: DomainError | ApiError) -> tuple[int, dict[str, Any]]:
+    """(status, error body) of one failed item in a batch: the same envelope as a whole request."""
+    if isinstance(exc, DomainError):
+        return status_of(exc), envelope_of(exc)
+    return exc.status_code, envelope(exc.code, str(exc), exc.details)
 
 
 def _filtered(token: ApiToken, f: EngramFilters) -> Any:
@@ -466,13 +453,14 @@ def feedback(request: HttpRequest, payload: FeedbackIn) -> dict[str, Any]:
         try:
             with transaction.atomic():
                 results.append(_feedback_one(token, item))
-        except ApiError as exc:
+        except (DomainError, ApiError) as exc:
+            status, body = _failure(exc)
             results.append(
                 {
                     "engram_id": item.engram_id,
-                    "status": exc.status_code,
+                    "status": status,
                     "signal": item.signal,
-                    "error": _error_body(exc),
+                    "error": body,
                 }
             )
     return {"results": results}

@@ -25,7 +25,7 @@ from memory.access import (
     session_for,
 )
 from memory.api.schemas import DateTime, EngramOut, EpisodeOut, InjectOut, StatusOut, clean_text
-from memory.errors import ApiError
+from memory.errors import DomainError
 from memory.models import AgentSession, ApiToken
 from memory.services import engrams as engram_services
 from memory.services import episodes as episode_services
@@ -54,15 +54,15 @@ def token_from(raw: str | None) -> ApiToken:
 
 
 def _tool[F: Callable[..., Any]](fn: F) -> F:
-    """Run a tool with fresh DB connections; ApiErrors become tool errors with their code."""
+    """Run a tool with fresh DB connections; domain errors become tool errors with their code."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         close_old_connections()
         try:
             return fn(*args, **{name: clean_text(value) for name, value in kwargs.items()})
-        except ApiError as exc:
-            raise ToolError(f"{getattr(exc, 'code', 'error')}: {exc}") from None
+        except DomainError as exc:
+            raise ToolError(f"{exc.code}: {exc}") from None
         finally:
             close_old_connections()
 

@@ -6,7 +6,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from http import HTTPStatus
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory import scanner
-from memory.errors import ApiError
+from memory.errors import DomainError, InvalidInput
 from memory.maths import activation, coaccess, textnorm
 from memory.models import (
     Association,
@@ -43,37 +42,25 @@ FEEDBACK_TO_OUTCOME = {"positive": "followed", "negative": "irrelevant"}
 USER_SOURCES = {"user", "person"}
 
 
-class InvalidInput(ApiError):
-    def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(
-            HTTPStatus.UNPROCESSABLE_ENTITY,
-            "validation_error",
-            f"{field_name}: {message}",
-            {"field": field_name},
-        )
-
-
-class SecretDetected(ApiError):
+class SecretDetected(DomainError):
     def __init__(self, categories: Sequence[str]) -> None:
         super().__init__(
-            HTTPStatus.UNPROCESSABLE_ENTITY,
-            "secret_detected",
             "The text contains what looks like a secret ("
             + ", ".join(categories)
             + "); nothing was stored. Remove it and try again.",
-            {"categories": list(categories)},
+            code="secret_detected",
+            details={"categories": list(categories)},
         )
 
 
-class PromptInjectionDetected(ApiError):
+class PromptInjectionDetected(DomainError):
     def __init__(self, categories: Sequence[str]) -> None:
         super().__init__(
-            HTTPStatus.UNPROCESSABLE_ENTITY,
-            "prompt_injection_detected",
             "The text contains instructions aimed at the model ("
             + ", ".join(categories)
             + "); nothing was stored.",
-            {"categories": list(categories)},
+            code="prompt_injection_detected",
+            details={"categories": list(categories)},
         )
 
 
@@ -257,7 +244,7 @@ def learn_draft(
     valid_from: datetime | None = None,
     valid_until: datetime | None = None,
 ) -> Draft:
-    """Step 1 of the write path: validate every field and scan the text (raises ApiError)."""
+    """Step 1 of the write path: validate every field and scan the text (raises DomainError)."""
     statement = _text("statement", statement, limit=MAX_STATEMENT_CHARS, required=True)
     rationale = _text("rationale", rationale)
     scope = validate_scope(scope)
@@ -470,7 +457,7 @@ def engram_learn(
     `fields` are those of `learn_draft` (statement, scope, type, polarity, rationale, …).
     """
     draft = learn_draft(**fields)
-    results: list[LearnResult | ApiError | None] = [None]
+    results: list[LearnResult | DomainError | None] = [None]
     with transaction.atomic():
         _learn_drafts(
             owner,
@@ -498,16 +485,16 @@ def engram_learn_batch(
     items: Sequence[Mapping[str, Any]],
     actor: str = "agent",
     now: datetime | None = None,
-) -> list[LearnResult | ApiError]:
+) -> list[LearnResult | DomainError]:
     """Learn many items as if one after another, in a few queries; bad items fail alone.
 
-    Each item is validated on its own (an invalid one becomes its ApiError and writes
+    Each item is validated on its own (an invalid one becomes its DomainError and writes
     nothing). The valid ones are written together: one embedding batch for the new
     statements, one recurrence lookup, one id block, one nearest-neighbour query per scope
     (an earlier item of the batch counts as a neighbour of a later one, as it would one by
     one), and bulk inserts.
     """
-    results: list[LearnResult | ApiError | None] = [None] * len(items)
+    results: list[LearnResult | DomainError | None] = [None] * len(items)
     drafts: list[tuple[int, Draft]] = []
     for index, item in enumerate(items):
         try:
@@ -515,7 +502,7 @@ def engram_learn_batch(
             if unknown:
                 raise InvalidInput(sorted(unknown)[0], "unknown field")
             drafts.append((index, learn_draft(**dict(item))))
-        except ApiError as exc:
+        except DomainError as exc:
             results[index] = exc
         except TypeError:
             results[index] = InvalidInput("items", "each item must be an object")
@@ -531,7 +518,7 @@ def engram_learn_batch(
 def _learn_drafts(
     owner: Any,
     drafts: Sequence[tuple[int, Draft]],
-    results: list[LearnResult | ApiError | None],
+    results: list[LearnResult | DomainError | None],
     *,
     actor: str,
     now: datetime,

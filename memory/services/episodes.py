@@ -8,8 +8,9 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from memory.errors import InvalidInput
 from memory.models import AgentSession, Episode, IdSequence
-from memory.services.engrams import InvalidInput, _text, check_text
+from memory.services.engrams import _text, check_text
 from memory.services.events import event_record
 
 MAX_TIMELINE = 200

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http import HTTPStatus
 from typing import Any
 
 from django.db import transaction
@@ -13,7 +12,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory import interop, scanner
-from memory.errors import ApiError
+from memory.errors import DomainError, InvalidInput
 from memory.maths import textnorm
 from memory.models import Engram, IdSequence, ReviewItem
 from memory.services.activity import activity_mark
@@ -26,15 +25,14 @@ ID_RE = interop.ENGRAM_ID_RE
 EMBED_BATCH = 64
 
 
-class ImportRejected(ApiError):
+class ImportRejected(DomainError):
     def __init__(
         self, message: str, *, line: int | None, field: str | None, index: int | None
     ) -> None:
         super().__init__(
-            HTTPStatus.UNPROCESSABLE_ENTITY,
-            "import_rejected",
             message + " Nothing was imported.",
-            {"line": line, "field": field, "index": index},
+            code="import_rejected",
+            details={"line": line, "field": field, "index": index},
         )
 
 
@@ -386,12 +384,7 @@ def engrams_export(
 ) -> str:
     """The owner's engrams as a PLUR engrams.yaml document."""
     if fmt not in EXPORT_FORMATS:
-        raise ApiError(
-            HTTPStatus.UNPROCESSABLE_ENTITY,
-            "validation_error",
-            f"format must be one of {', '.join(EXPORT_FORMATS)}",
-            {"field": "format"},
-        )
+        raise InvalidInput("format", f"must be one of {', '.join(EXPORT_FORMATS)}")
     qs = Engram.objects.for_owner(owner).order_by("pk")
     if not include_retired:
         qs = qs.live()

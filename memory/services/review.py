@@ -13,7 +13,6 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from http import HTTPStatus
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -21,7 +20,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from memory.errors import ApiError
+from memory.errors import Conflict, NotFound
 from memory.maths import textnorm
 from memory.models import Engram, IdSequence, LifecycleEvent, OwnerSettings, ReviewItem
 from memory.services.activity import activity_mark
@@ -361,12 +360,11 @@ def open_count(*, owner: Any, now: datetime | None = None) -> int:
 # --- decisions ------------------------------------------------------------------------------
 
 
-class AlreadyDecided(ApiError):
+class AlreadyDecided(Conflict):
     def __init__(self, item: ReviewItem) -> None:
         super().__init__(
-            HTTPStatus.CONFLICT,
-            "already_decided",
             f"This {item.kind} item was already decided ({item.decision or item.state}).",
+            code="already_decided",
         )
 
 
@@ -435,7 +433,7 @@ def review_decide(
     AlreadyDecided (409) for an item already done.
     """
     if item.owner_id != owner.pk:
-        raise ApiError(HTTPStatus.NOT_FOUND, "not_found", "Review item was not found.")
+        raise NotFound("Review item")
     allowed = ACTIONS.get(item.kind, ("defer",))
     if action not in allowed:
         raise InvalidInput("action", f"must be one of {', '.join(allowed)}")

@@ -14,7 +14,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from memory import scanner
-from memory.errors import ApiError
+from memory.errors import NotFound
 from memory.maths import attribution, coaccess
 from memory.models import AgentSession, Association, Engram, Injection, Observation, Outcome
 from memory.services.activity import activity_mark
@@ -75,7 +75,7 @@ def session_start(
 def session_get(*, owner: Any, session_id: str) -> AgentSession:
     session = AgentSession.objects.filter(owner=owner, session_id=session_id).first()
     if session is None:
-        raise ApiError(404, "not_found", f"Session {session_id} was not found.")
+        raise NotFound(f"Session {session_id}")
     return session
 
 

@@ -21,7 +21,7 @@ from exchange.services.identity import identity_get
 from exchange.services.incoming import packet_import
 from exchange.services.outgoing import fitness_refresh, packet_export, packet_yaml
 from exchange.tasks import refresh_fitness
-from memory.errors import ApiError
+from memory.errors import DomainError
 from memory.models import Engram
 from memory.services.engrams import engram_activate
 from tests.exchange.helpers import ALICE, LESSONS, abstract_item, make_abstract, signed, trust, wire
@@ -76,13 +76,13 @@ def test_only_public_or_template_active_abstracts_are_exported(owner: Any) -> No
 def test_asking_for_an_ineligible_abstract_names_why_and_writes_nothing(owner: Any) -> None:
     private = make_abstract(owner, visibility="private")
     concrete = make_engram(owner, statement="Concrete", visibility="public")
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(DomainError) as info:
         packet_export(owner=owner, ids=[private.engram_id])
     assert "visibility is private" in info.value.message
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(DomainError) as info:
         packet_export(owner=owner, ids=[concrete.engram_id])
     assert "no such abstract" in info.value.message
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(DomainError) as info:
         packet_export(owner=owner)
     assert "nothing to export" in info.value.message
     assert not Packet.objects.exists()
@@ -93,7 +93,7 @@ def test_an_abstract_holding_a_secret_is_not_exported(owner: Any) -> None:
     Engram.objects.filter(pk=abstract.pk).update(
         structure="Connect with postgres://admin:hunter2hunter2@db.example.com/prod"
     )
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(DomainError) as info:
         packet_export(owner=owner, ids=[abstract.engram_id])
     assert "secret" in info.value.message
     assert "hunter2" not in info.value.message

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from memory import interop
-from memory.errors import ApiError
+from memory.errors import DomainError
 from memory.models import Engram, LifecycleEvent
 from memory.services.interop import engrams_export, engrams_import
 from tests.memory.test_interop import MEM0_JSON, PLUR_YAML, TOEJOUGH_TOML
@@ -33,7 +33,7 @@ def test_plur_import_then_export_is_lossless(owner: Any) -> None:
 
 def test_a_malformed_file_is_rejected_with_its_line_and_nothing_is_written(owner: Any) -> None:
     broken = PLUR_YAML.replace("    episodic:\n", "    episodic:\n   bad: [\n", 1)
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(DomainError) as info:
         engrams_import(owner=owner, text=broken, fmt="plur-yaml")
     assert info.value.code == "import_rejected"
     assert isinstance(info.value.details, dict)
@@ -47,7 +47,7 @@ def test_a_secret_in_one_entry_rejects_the_whole_file(owner: Any) -> None:
         "Gate irreversible changes behind an automated check.",
         "Gate changes; token ghp_" + "x1Y2z3W4v5U6t7S8r9Q0p1O2n3M4l5K6j7I8",
     )
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(DomainError) as info:
         engrams_import(owner=owner, text=leaky, fmt="plur-yaml")
     assert info.value.details == {"line": None, "field": "statement", "index": 2}
     assert not Engram.objects.exists()
@@ -114,7 +114,7 @@ def test_the_import_command_reports_a_bad_file_clearly(owner: Any, tmp_path: Pat
 
 def test_an_over_long_field_rejects_the_file_with_its_name(owner: Any) -> None:
     text = PLUR_YAML.replace("id: ENG-2026-0201-002", "id: ENG-" + "9" * 60, 1)
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(DomainError) as info:
         engrams_import(owner=owner, text=text, fmt="plur-yaml")
     assert info.value.details == {"line": None, "field": "engram_id", "index": 1}
     assert not Engram.objects.exists()

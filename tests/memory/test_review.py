@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from memory.errors import ApiError
+from memory.errors import DomainError
 from memory.models import Engram, LifecycleEvent, OwnerSettings, ReviewItem
 from memory.services import review
 from tests.memory import dashboard_data as dd
@@ -205,7 +205,7 @@ def test_editing_a_candidate_updates_then_approves(owner: Any) -> None:
 
 def test_a_bad_edit_changes_nothing(owner: Any) -> None:
     item = dd.candidate(owner, "Use uv to install dependencies")
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(DomainError) as info:
         decide(owner, item, "edit", edits={"statement": "   "})
     assert info.value.details == {"field": "statement"}
     item.refresh_from_db()
@@ -229,20 +229,20 @@ def test_defer_brings_the_item_back_tomorrow(owner: Any) -> None:
 
 def test_an_unknown_action_and_a_decided_item_are_refused(owner: Any) -> None:
     item = dd.candidate(owner, "Use uv to install dependencies")
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(DomainError) as info:
         decide(owner, item, "keep_new")
-    assert info.value.status_code == 422
+    assert info.value.kind == "invalid"
     decide(owner, item, "approve")
-    with pytest.raises(ApiError) as again:
+    with pytest.raises(DomainError) as again:
         decide(owner, item, "reject")
-    assert again.value.status_code == 409 and again.value.code == "already_decided"
+    assert again.value.kind == "conflict" and again.value.code == "already_decided"
 
 
 def test_another_owners_item_is_not_found(owner: Any, other_owner: Any) -> None:
     item = dd.candidate(other_owner, "Use uv to install dependencies")
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(DomainError) as info:
         decide(owner, item, "approve")
-    assert info.value.status_code == 404
+    assert info.value.kind == "not_found"
 
 
 # --- contradictions and merges ---------------------------------------------------------------
@@ -284,7 +284,7 @@ def test_merge_keeps_the_old_counts_a_derivation_and_records_engram_merged(owner
 
 def test_both_valid_needs_both_contraindications(owner: Any) -> None:
     item = contradiction(owner)
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(DomainError) as info:
         decide(owner, item, "both_valid", edits={"new_contraindication": "in monorepos"})
     assert info.value.details == {"field": "old_contraindication"}
     assert Engram.objects.get(pk=item.engram_id).contraindications == []
@@ -384,13 +384,13 @@ def test_abstract_create_validates_like_every_write_path(owner: Any, other_owner
     mine = dd.engram(owner, "Pin dependencies")
     theirs = dd.engram(other_owner, "Pin dependencies")
     fields = {"statement": "Pin versions", "structure": "s", "applies_when": "always"}
-    with pytest.raises(ApiError) as missing:
+    with pytest.raises(DomainError) as missing:
         review.abstract_create(owner=owner, sources=[mine], **{**fields, "structure": ""})
     assert missing.value.details == {"field": "structure"}
-    with pytest.raises(ApiError) as foreign:
+    with pytest.raises(DomainError) as foreign:
         review.abstract_create(owner=owner, sources=[theirs], **fields)
     assert foreign.value.details == {"field": "sources"}
-    with pytest.raises(ApiError) as secret:
+    with pytest.raises(DomainError) as secret:
         review.abstract_create(
             owner=owner,
             sources=[mine],
@@ -404,7 +404,7 @@ def test_a_missing_abstract_field_leaves_the_prompt_open(owner: Any) -> None:
     dd.engram(owner, "Run migrations before tests", derivation_count=2)
     review.abstraction_prompts_refresh(owner=owner)
     item = ReviewItem.objects.get(kind=K.ABSTRACTION)
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(DomainError) as info:
         decide(owner, item, "write", edits={"statement": "Migrate first", "structure": "x"})
     assert info.value.details == {"field": "applies_when"}
     item.refresh_from_db()
@@ -454,7 +454,7 @@ def test_approve_all_and_defer_all_act_on_todays_batch_only(owner: Any) -> None:
     deferred = review.review_decide_all(owner=owner, action="defer", actor="p", now=now)
     assert deferred == remaining
     assert review.review_batch(owner=owner, now=now).items == []
-    with pytest.raises(ApiError):
+    with pytest.raises(DomainError):
         review.review_decide_all(owner=owner, action="reject", actor="p", now=now)
 
 

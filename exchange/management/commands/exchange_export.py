@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from exchange.services.outgoing import packet_export, packet_yaml
-from memory.errors import ApiError
+from memory.errors import DomainError
 from memory.management.owner import resolve_owner
 
 
@@ -34,8 +34,8 @@ class Command(BaseCommand):
             result = packet_export(
                 owner=owner, ids=options["ids"] or None, record=not options["yaml"]
             )
-        except ApiError as exc:
-            raise CommandError(str(exc.message)) from None
+        except DomainError as exc:
+            raise CommandError(str(exc)) from None
         data = packet_yaml(result.packet).encode("utf-8") if options["yaml"] else result.raw
         out: Path | None = options.get("out")
         if out is None:

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory.errors import ApiError
+from memory.errors import DomainError
 from memory.forms import TokenForm
 from memory.integrations.hookclient import DEFAULT_URL, HOOK_PATH
 from memory.management.owner import resolve_owner
@@ -159,7 +159,7 @@ class Command(BaseCommand):
         if scope:
             try:
                 validate_scope(scope)
-            except ApiError as exc:
+            except DomainError as exc:
                 raise CommandError(f"--scope: {exc}") from None
         path = text = None
         if options.get("project"):

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory import interop
-from memory.errors import ApiError
+from memory.errors import DomainError
 from memory.management.owner import resolve_owner
 from memory.management.progress import ProgressBar
 from memory.services.interop import engrams_import
@@ -46,7 +46,7 @@ class Command(BaseCommand):
                 dry_run=options["dry_run"],
                 progress=ProgressBar("Embedding"),
             )
-        except ApiError as exc:
+        except DomainError as exc:
             raise CommandError(f"{path}: {exc}") from None
         verb = "Would import" if report.dry_run else "Imported"
         self.stdout.write(
