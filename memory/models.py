@@ -619,6 +619,7 @@ class ReviewItem(models.Model):
         MAINTENANCE = "maintenance"
         SYNTHESIS = "synthesis"
         PROVISIONAL = "provisional"
+        PROMPT = "prompt"  # a prompt change proposed from success patterns' recurring feedback
 
     class State(models.TextChoices):
         PENDING = "pending"

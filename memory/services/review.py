@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -66,6 +66,7 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     K.MAINTENANCE: ("defer", "approve", "reject"),
     K.SYNTHESIS: ("defer", "approve", "reject"),
     K.PROVISIONAL: ("defer", "approve", "reject"),
+    K.PROMPT: ("defer", "approve", "reject"),
 }
 # Decisions that count as approvals, and those that count in the approval rate's denominator.
 APPROVALS = frozenset({"approve", "edit"})
@@ -85,8 +86,49 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
     (K.MAINTENANCE, "Maintenance proposals", "Changes proposed from effectiveness data."),
     (K.SYNTHESIS, "Syntheses", "Rules distilled from repeated behaviour."),
     (K.PROVISIONAL, "Provisional imports", "Lessons received from peers, on trial."),
+    (K.PROMPT, "Prompt proposals", "Prompt changes drawn from recurring evaluation feedback."),
 )
 SECTION_OF: dict[str, str] = {K.CALIBRATION: K.CANDIDATE}
+
+
+# --- kinds other apps decide --------------------------------------------------------------
+
+
+class KindApply(Protocol):
+    def __call__(
+        self,
+        *,
+        owner: Any,
+        item: ReviewItem,
+        action: str,
+        actor: str,
+        edits: Mapping[str, Any],
+        now: datetime,
+    ) -> Mapping[str, Any] | None: ...
+
+
+@dataclass(frozen=True)
+class KindHandler:
+    """How another app's review kind is decided; `apply` runs inside the decision's transaction
+    for every action but defer and returns what to add to the `review_decided` event."""
+
+    actions: tuple[str, ...]
+    apply: KindApply
+
+
+HANDLERS: dict[str, KindHandler] = {}
+
+
+def kind_register(kind: str, *, actions: tuple[str, ...], apply: KindApply) -> None:
+    """Called from another app's `AppConfig.ready()` (so memory never imports that app): items of
+    `kind` offer `actions` (defer first) and are decided by `apply`."""
+    if not actions or actions[0] != "defer":
+        raise ValueError("a review kind's actions start with defer")
+    if kind not in K.values:
+        raise ValueError(f"{kind!r} is not a ReviewItem.Kind")
+    HANDLERS[kind] = KindHandler(actions=actions, apply=apply)
+    ACTIONS[kind] = actions
+
 
 # Statements anyone should reject in 2026: the fallback calibration items when the owner has no
 # retired engram to show again.
@@ -448,6 +490,13 @@ def review_decide(
         kind = item.kind
         if action == "defer":
             pass
+        elif kind in HANDLERS:
+            data.update(
+                HANDLERS[kind].apply(
+                    owner=owner, item=locked, action=action, actor=actor, edits=edits, now=now
+                )
+                or {}
+            )
         elif kind == K.CALIBRATION:
             # Nothing changes: the item only measures attention. Reject is the right answer.
             data["correct"] = action == "reject"
