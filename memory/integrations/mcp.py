@@ -82,8 +82,25 @@ def _episode_json(episode: Any) -> dict[str, Any]:
     return EpisodeOut.model_validate(episode_dict(episode)).model_dump(mode="json")
 
 
+# Other apps add their tools from AppConfig.ready() (memory never imports them): each entry is
+# called with the server and the token and registers tools on it, wrapped with `domain_tool`.
+ToolProvider = Callable[[MCPServer, ApiToken], None]
+TOOL_PROVIDERS: list[ToolProvider] = []
+
+
+def tools_register(provider: ToolProvider) -> None:
+    """Add another app's MCP tools to every server built from now on (idempotent)."""
+    if provider not in TOOL_PROVIDERS:
+        TOOL_PROVIDERS.append(provider)
+
+
+def domain_tool[F: Callable[..., Any]](fn: F) -> F:
+    """What every tool is wrapped with: fresh DB connections, domain errors as tool errors."""
+    return _tool(fn)
+
+
 def build_server(token: ApiToken) -> MCPServer:
-    """An MCP server whose tools act for `token`."""
+    """An MCP server whose tools act for `token`, other apps' registered tools included."""
     server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
     owner = token.owner
     actor = actor_of(token)
@@ -286,6 +303,8 @@ def build_server(token: ApiToken) -> MCPServer:
         }
         return StatusOut(**body).model_dump(mode="json")
 
+    for provider in TOOL_PROVIDERS:
+        provider(server, token)
     return server
 
 

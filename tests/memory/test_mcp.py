@@ -17,6 +17,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from memory.errors import InvalidInput
 from memory.models import AgentSession, ApiToken, Engram, Episode
 from memory.services.engrams import engram_learn
 
@@ -199,3 +200,28 @@ def test_the_mcp_server_refuses_to_start_without_a_valid_token(
         monkeypatch.setenv("ENGRAM_TOKEN", value)
     with pytest.raises(CommandError, match="ENGRAM_TOKEN"):
         call_command("engram_mcp")
+
+
+@pytest.mark.django_db
+def test_another_apps_tools_join_every_server(token: str) -> None:
+    from memory.integrations import mcp
+
+    def provider(server: Any, api_token: Any) -> None:
+        @server.tool()
+        @mcp.domain_tool
+        def shout(text: str) -> dict[str, Any]:
+            """Echo loudly."""
+            if not text:
+                raise InvalidInput("text", "must not be empty")
+            return {"text": text.upper(), "owner": api_token.owner.username}
+
+    mcp.tools_register(provider)
+    mcp.tools_register(provider)
+    try:
+        server = mcp.build_server(ApiToken.authenticate(token))
+        names = [tool.name for tool in anyio.run(server.list_tools)]
+        assert names.count("shout") == 1
+    finally:
+        mcp.TOOL_PROVIDERS.remove(provider)
+    again = mcp.build_server(ApiToken.authenticate(token))
+    assert "shout" not in [tool.name for tool in anyio.run(again.list_tools)]
