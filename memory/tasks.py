@@ -1,10 +1,12 @@
-"""Celery tasks: thin, idempotent wrappers that take ids and call one service."""
+"""Celery tasks: thin, idempotent wrappers that take ids and call one service.
+
+Each task imports its service inside its body: tasks sit above services, and services queue
+work by task name (`memory.services.jobs`), so no import runs the other way.
+"""
 
 from __future__ import annotations
 
 from celery import shared_task
-
-from memory.services import lifecycle, review, sessions
 
 
 @shared_task(name="engram.ping")
@@ -16,12 +18,16 @@ def ping(value: str = "pong") -> str:
 @shared_task(name="engram.attribute_session")
 def attribute_session(session_pk: int) -> int:
     """Give every injection of an ended session an outcome; a second run does nothing."""
+    from memory.services import sessions
+
     return sessions.outcomes_attribute(session_pk=session_pk)
 
 
 @shared_task(name="engram.refresh_bands")
 def refresh_bands() -> dict[str, int]:
     """Periodic: recompute bands and active/dormant status for every owner."""
+    from memory.services import lifecycle
+
     return lifecycle.bands_refresh_all()
 
 
@@ -37,6 +43,8 @@ def reembed_stale() -> int:
 def refresh_abstraction_prompts() -> int:
     """Periodic: prompt for abstract siblings of lessons seen repeatedly; idempotent."""
     from django.contrib.auth import get_user_model
+
+    from memory.services import review
 
     owners = get_user_model().objects.filter(engram__isnull=False).distinct()
     return sum(review.abstraction_prompts_refresh(owner=owner) for owner in owners)

@@ -26,6 +26,7 @@ from memory.services.engrams import (
     validate_scope,
 )
 from memory.services.events import event_record
+from memory.services.jobs import job_enqueue
 
 MAX_OBSERVATION_CHARS = 4000
 MAIN_BUCKETS = (Injection.Bucket.CONSTRAINT, Injection.Bucket.DIRECTIVE)
@@ -227,47 +228,34 @@ def session_end(
                 data={"session": session.session_id, "coaccess_edges": edges},
                 when=now,
             )
-            from memory.tasks import attribute_session
-
-            transaction.on_commit(lambda: attribute_session.delay(session.pk))
+            job_enqueue("engram.attribute_session", session.pk)
     session.refresh_from_db()
     return {"session_id": session.session_id, "ended": bool(claimed), "learned": learned}
 
 
 def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
-    """Give every injection of an ended session an outcome (heuristic); idempotent."""
+    """Give every injection of an ended session an outcome (heuristic); idempotent.
+
+    The claim (`attributed_at`) and the outcomes commit in one transaction: a crash in between
+    leaves the session unclaimed, so the redelivered task attributes everything.
+    """
     now = now or timezone.now()
-    claimed = AgentSession.objects.filter(
+    pending = AgentSession.objects.filter(
         pk=session_pk, ended_at__isnull=False, attributed_at__isnull=True
-    ).update(attributed_at=now)
-    if not claimed:
+    )
+    session = pending.select_related("owner").first()
+    if session is None:
         return 0
-    session = AgentSession.objects.select_related("owner").get(pk=session_pk)
     inputs = list(
         Observation.objects.filter(session=session)
         .order_by("created_at")
         .values_list("tool_input", flat=True)
     )
-    injections = (
-        Injection.objects.filter(session=session)
-        .exclude(bucket=Injection.Bucket.RECALL)
-        .select_related("engram")
-        .order_by("engram_id", "created_at")
-    )
-    explicit = set(
-        Outcome.objects.filter(
-            injection__session=session, source__in=[Outcome.Source.AGENT, Outcome.Source.PERSON]
-        ).values_list("injection_id", flat=True)
-    )
-    count = 0
-    seen: set[int] = set()
     with transaction.atomic():
-        for injection in injections:
-            # One outcome per engram per session: its first injection carries it.
-            if injection.engram_id in seen or injection.pk in explicit:
-                seen.add(injection.engram_id)
-                continue
-            seen.add(injection.engram_id)
+        if not pending.update(attributed_at=now):
+            return 0  # another worker claimed it first
+        count = 0
+        for injection in _unjudged_injections(session):
             engram: Engram = injection.engram
             anti = engram.extra.get("anti_pattern", "") if isinstance(engram.extra, dict) else ""
             verdict = attribution.attribute(
@@ -293,3 +281,26 @@ def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
             when=now,
         )
     return count
+
+
+def _unjudged_injections(session: AgentSession) -> list[Injection]:
+    """The injections that get an automatic outcome: one per engram (its first injection), none
+    where an agent or a person already said how it went."""
+    injections = (
+        Injection.objects.filter(session=session)
+        .exclude(bucket=Injection.Bucket.RECALL)
+        .select_related("engram")
+        .order_by("engram_id", "created_at")
+    )
+    explicit = set(
+        Outcome.objects.filter(
+            injection__session=session, source__in=[Outcome.Source.AGENT, Outcome.Source.PERSON]
+        ).values_list("injection_id", flat=True)
+    )
+    chosen: list[Injection] = []
+    seen: set[int] = set()
+    for injection in injections:
+        if injection.engram_id not in seen and injection.pk not in explicit:
+            chosen.append(injection)
+        seen.add(injection.engram_id)
+    return chosen

@@ -534,6 +534,49 @@ def test_attribution_marks_followed_contradicted_and_ignored(owner: Any) -> None
     assert Outcome.objects.count() == 3
 
 
+def test_a_crash_between_claim_and_outcomes_leaves_the_session_to_the_next_run(
+    owner: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = make_active(owner, "Use `uv pip install` to add packages", "project:x")
+    second = make_active(owner, "Document every public endpoint", "project:x")
+    session = sessions.session_start(owner=owner, session_id="s1", scope="project:x")
+    inject_rows(owner, session, [(first, "directive"), (second, "directive")])
+    AgentSession.objects.filter(pk=session.pk).update(ended_at=T0)
+    real = sessions.outcome_record
+    calls: list[int] = []
+
+    def dies_on_the_second(**kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise SystemExit("worker killed")  # what a killed worker leaves: nothing committed
+        return real(**kwargs)
+
+    monkeypatch.setattr(sessions, "outcome_record", dies_on_the_second)
+    with pytest.raises(SystemExit):
+        sessions.outcomes_attribute(session_pk=session.pk)
+    session.refresh_from_db()
+    assert session.attributed_at is None
+    assert not Outcome.objects.exists()
+    monkeypatch.setattr(sessions, "outcome_record", real)
+    assert attribute_session.apply(args=[session.pk]).get() == 2
+    assert Outcome.objects.count() == 2
+
+
+def test_ending_a_session_queues_its_attribution_after_commit(
+    owner: Any, settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    engram = make_active(owner, "Use `make lint` before pushing", "project:x")
+    session = sessions.session_start(owner=owner, session_id="s1", scope="project:x")
+    inject_rows(owner, session, [(engram, "directive")])
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        sessions.session_end(owner=owner, session=session)
+    assert len(callbacks) == 1
+    session.refresh_from_db()
+    assert session.attributed_at is not None
+    assert Outcome.objects.get().result == "ignored"
+
+
 def test_explicit_feedback_overrides_automatic_attribution(owner: Any) -> None:
     engram = make_active(owner, "Use `make lint` before pushing", "project:x")
     session = sessions.session_start(owner=owner, session_id="s1", scope="project:x")

@@ -1,0 +1,15 @@
+"""Queueing background work from a service without importing the tasks module (tasks import
+services, never the other way): the task is named, and queued only once the caller's transaction
+commits, so a worker never sees rows that are not there yet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import current_app
+from django.db import transaction
+
+
+def job_enqueue(name: str, *args: Any) -> None:
+    """Queue the Celery task registered as `name` with `args` after the current commit."""
+    transaction.on_commit(lambda: current_app.signature(name, args=args).delay())
