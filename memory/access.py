@@ -12,7 +12,9 @@ from typing import Any
 from memory.errors import Forbidden, not_found
 from memory.models import AgentSession, ApiToken, Engram, EngramQuerySet, Episode
 from memory.services.activity import effective_strengths
+from memory.services.engrams import validate_scope
 from memory.services.retrieval import InjectResult
+from memory.services.sessions import session_start
 
 MAX_ENGRAM_ID = 40
 MAX_SESSION_ID = 200
@@ -63,6 +65,27 @@ def session_for(token: ApiToken, session_id: str) -> AgentSession:
     if session is None or not token.allows_scope(session.scope):
         raise not_found(f"Session {session_id!r}")
     return session
+
+
+def session_open(
+    token: ApiToken,
+    *,
+    session_id: str | None,
+    task: str = "",
+    scope: str = "global",
+    agent: str = "",
+) -> AgentSession:
+    """Start or resume a session for a token (REST and MCP): a session the token may not see is
+    the same 404 as a missing one, then the scope is validated and must be the token's."""
+    if session_id:
+        existing = AgentSession.objects.filter(owner=token.owner, session_id=session_id).first()
+        if existing is not None and not token.allows_scope(existing.scope):
+            session_for(token, session_id)
+    scope = validate_scope(scope or "global")
+    require_scope(token, scope)
+    return session_start(
+        owner=token.owner, session_id=session_id, task=task, scope=scope, agent=agent
+    )
 
 
 def engram_dict(engram: Engram, rs: float) -> dict[str, Any]:

@@ -417,6 +417,41 @@ class Engram(models.Model):
     def is_abstract(self) -> bool:
         return self.kind == Engram.Kind.ABSTRACT
 
+    # --- state transitions: each returns early (None) when already there ---------------------
+
+    def retire(self, *, now: datetime) -> str | None:
+        """Retire (kept for history, never injected again); the status it left, or None."""
+        if self.status == Engram.Status.RETIRED:
+            return None
+        previous = self.status
+        self.status = Engram.Status.RETIRED
+        self.retired_at = now
+        self.updated_at = now
+        self.save(update_fields=["status", "retired_at", "updated_at"])
+        return previous
+
+    def activate(self, *, now: datetime) -> str | None:
+        """Make a candidate, dormant or retired engram active; the status it left, or None."""
+        if self.status == Engram.Status.ACTIVE:
+            return None
+        previous = self.status
+        self.status = Engram.Status.ACTIVE
+        self.retired_at = None
+        self.updated_at = now
+        self.save(update_fields=["status", "retired_at", "updated_at"])
+        return previous
+
+    def consolidate(self, *, storage_strength: float, now: datetime) -> float | None:
+        """Mark a reconsolidation survivor with its new SS; the SS it had, or None if unchanged."""
+        if self.consolidated and self.storage_strength == storage_strength:
+            return None
+        before = self.storage_strength
+        self.storage_strength = storage_strength
+        self.consolidated = True
+        self.updated_at = now
+        self.save(update_fields=["storage_strength", "consolidated", "updated_at"])
+        return before
+
 
 class Association(models.Model):
     """A weighted directed link between two engrams of one owner."""
@@ -492,6 +527,18 @@ class AgentSession(models.Model):
 
     def __str__(self) -> str:
         return self.session_id
+
+    def reopen(self) -> bool:
+        """A later event of a session a Stop ended: open it again so the next Stop attributes
+        again. Conditional, so two concurrent events reopen it once; False if it was open."""
+        if self.ended_at is None:
+            return False
+        reopened = AgentSession.objects.filter(pk=self.pk, ended_at__isnull=False).update(
+            ended_at=None, attributed_at=None
+        )
+        self.ended_at = None
+        self.attributed_at = None
+        return bool(reopened)
 
 
 class Injection(models.Model):

@@ -32,6 +32,7 @@ from memory.access import (
     inject_dict,
     require_scope,
     session_for,
+    session_open,
 )
 from memory.api.auth import TokenAuth, token_of
 from memory.api.errors import ApiError, status_of
@@ -302,21 +303,14 @@ def engram_edit(request: HttpRequest, engram_id: str, payload: EngramPatch) -> d
         if value is not None or name in _NULLABLE
     }
     expected = changes.pop("version", None)
-    if engram.status == Engram.Status.RETIRED:
-        raise ApiError(
-            HTTPStatus.CONFLICT, "engram_retired", f"{engram.engram_id} is retired; not edited."
-        )
-    if expected is not None and expected != engram.version:
-        raise ApiError(
-            HTTPStatus.CONFLICT,
-            "version_conflict",
-            f"{engram.engram_id} is at version {engram.version}, not {expected}.",
-            {"version": engram.version},
-        )
     if "scope" in changes:
         require_scope(token, changes["scope"])
     engram = engram_services.engram_update(
-        owner=token.owner, engram=engram, changes=changes, actor=actor_of(token)
+        owner=token.owner,
+        engram=engram,
+        changes=changes,
+        actor=actor_of(token),
+        expected_version=expected,
     )
     return engram_dict(engram, effective_strength(engram))
 
@@ -477,19 +471,11 @@ def feedback(request: HttpRequest, payload: FeedbackIn) -> dict[str, Any]:
 )
 def session_create(request: HttpRequest, payload: SessionIn) -> Status[dict[str, Any]]:
     token = token_of(request)
-    if payload.session_id:
-        existing = AgentSession.objects.filter(
-            owner=token.owner, session_id=payload.session_id
-        ).first()
-        if existing is not None and not token.allows_scope(existing.scope):
-            session_for(token, payload.session_id)  # raises the same 404 as a missing one
-    scope = payload.scope or "global"
-    require_scope(token, engram_services.validate_scope(scope))
-    session = sessions.session_start(
-        owner=token.owner,
+    session = session_open(
+        token,
         session_id=payload.session_id,
         task=payload.task,
-        scope=scope,
+        scope=payload.scope or "global",
         agent=payload.agent,
     )
     injection = None

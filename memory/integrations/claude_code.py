@@ -120,12 +120,8 @@ def _session(call: HookCall, *, create: bool = True, reopen: bool = True) -> Age
         )
     if not call.token.allows_scope(session.scope):
         return None
-    if reopen and session.ended_at is not None:
-        AgentSession.objects.filter(pk=session.pk, ended_at__isnull=False).update(
-            ended_at=None, attributed_at=None
-        )
-        session.ended_at = None
-        session.attributed_at = None
+    if reopen:
+        session.reopen()
     return session
 
 

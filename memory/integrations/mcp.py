@@ -23,10 +23,11 @@ from memory.access import (
     inject_dict,
     require_scope,
     session_for,
+    session_open,
 )
 from memory.api.schemas import DateTime, EngramOut, EpisodeOut, InjectOut, StatusOut, clean_text
 from memory.errors import DomainError
-from memory.models import AgentSession, ApiToken
+from memory.models import ApiToken
 from memory.services import engrams as engram_services
 from memory.services import episodes as episode_services
 from memory.services import lifecycle, retrieval, sessions
@@ -258,14 +259,7 @@ def build_server(token: ApiToken) -> MCPServer:
         session_id: str | None = None,
     ) -> dict[str, Any]:
         """Start (or resume) a working session; returns its id and the lessons for the task."""
-        if session_id:
-            existing = AgentSession.objects.filter(owner=owner, session_id=session_id).first()
-            if existing is not None:
-                session_for(token, session_id)
-        require_scope(token, scope)
-        session = sessions.session_start(
-            owner=owner, session_id=session_id, task=task, scope=scope, agent=agent
-        )
+        session = session_open(token, session_id=session_id, task=task, scope=scope, agent=agent)
         injection = None
         if session.task:
             injection = _inject_json(

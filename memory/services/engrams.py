@@ -14,7 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory import scanner
-from memory.errors import DomainError, InvalidInput
+from memory.errors import Conflict, DomainError, InvalidInput
 from memory.maths import activation, coaccess, textnorm
 from memory.models import (
     Association,
@@ -615,9 +615,26 @@ def _jsonable(value: Any) -> Any:
 
 
 def engram_update(
-    *, owner: Any, engram: Engram, changes: Mapping[str, Any], actor: str = "person"
+    *,
+    owner: Any,
+    engram: Engram,
+    changes: Mapping[str, Any],
+    actor: str = "person",
+    expected_version: int | None = None,
 ) -> Engram:
-    """Edit fields of one engram; re-hash and re-embed when the statement changes."""
+    """Edit fields of one engram; re-hash and re-embed when the statement changes.
+
+    A retired engram is history and is never edited (Conflict `engram_retired`); with
+    `expected_version`, an engram that changed meanwhile is refused (Conflict `version_conflict`).
+    """
+    if engram.status == Engram.Status.RETIRED:
+        raise Conflict(f"{engram.engram_id} is retired; not edited.", code="engram_retired")
+    if expected_version is not None and expected_version != engram.version:
+        raise Conflict(
+            f"{engram.engram_id} is at version {engram.version}, not {expected_version}.",
+            code="version_conflict",
+            details={"version": engram.version},
+        )
     unknown = set(changes) - EDITABLE
     if unknown:
         raise InvalidInput(sorted(unknown)[0], "cannot be edited")
@@ -696,15 +713,11 @@ def engram_update(
 
 def engram_retire(*, owner: Any, engram: Engram, actor: str = "person", reason: str = "") -> bool:
     """Retire (forget) an engram; it is kept for history and never injected again."""
-    if engram.status == Engram.Status.RETIRED:
-        return False
     now = timezone.now()
     with transaction.atomic():
-        previous = engram.status
-        engram.status = Engram.Status.RETIRED
-        engram.retired_at = now
-        engram.updated_at = now
-        engram.save(update_fields=["status", "retired_at", "updated_at"])
+        previous = engram.retire(now=now)
+        if previous is None:
+            return False
         ReviewItem.objects.filter(engram=engram, state__in=["pending", "deferred"]).update(
             state=ReviewItem.State.DONE, decision="obsolete", decided_at=now
         )
@@ -723,36 +736,32 @@ def engram_activate(
     *, owner: Any, engram: Engram, actor: str = "person", event: str = "engram_promoted"
 ) -> bool:
     """Move a candidate or dormant engram to active."""
-    if engram.status == Engram.Status.ACTIVE:
-        return False
     now = timezone.now()
-    previous = engram.status
-    engram.status = Engram.Status.ACTIVE
-    engram.retired_at = None
-    engram.updated_at = now
-    engram.save(update_fields=["status", "retired_at", "updated_at"])
-    event_record(
-        owner=owner, event=event, engram=engram, actor=actor, data={"from": previous}, when=now
-    )
+    with transaction.atomic():
+        previous = engram.activate(now=now)
+        if previous is None:
+            return False
+        event_record(
+            owner=owner, event=event, engram=engram, actor=actor, data={"from": previous}, when=now
+        )
     return True
 
 
 def engram_consolidate(*, owner: Any, engram: Engram, actor: str = "person") -> Engram:
     """Mark a reconsolidation survivor: SS = min(1, 2·SS) (0.3 from 0), consolidated."""
     now = timezone.now()
-    before = engram.storage_strength
-    engram.storage_strength = activation.storage_strength_after_reconsolidation(before)
-    engram.consolidated = True
-    engram.updated_at = now
-    engram.save(update_fields=["storage_strength", "consolidated", "updated_at"])
-    event_record(
-        owner=owner,
-        event="engram_consolidated",
-        engram=engram,
-        actor=actor,
-        data={"storage_strength": [before, engram.storage_strength]},
-        when=now,
-    )
+    after = activation.storage_strength_after_reconsolidation(engram.storage_strength)
+    with transaction.atomic():
+        before = engram.consolidate(storage_strength=after, now=now)
+        if before is not None:
+            event_record(
+                owner=owner,
+                event="engram_consolidated",
+                engram=engram,
+                actor=actor,
+                data={"storage_strength": [before, engram.storage_strength]},
+                when=now,
+            )
     return engram
 
 

@@ -407,6 +407,19 @@ def test_a_bad_edit_shows_the_error_by_the_field_and_changes_nothing(
     assert not LifecycleEvent.objects.exists()
 
 
+def test_a_retired_engram_cannot_be_edited_from_the_dashboard(
+    logged_in: Client, owner: Any
+) -> None:
+    e = dd.engram(owner, "Run pytest with -x")
+    engram_services.engram_retire(owner=owner, engram=e, actor="person:alice")
+    response = logged_in.post(f"/engrams/{e.engram_id}/edit/", edit_data(e, statement="Changed"))
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert "is retired; not edited." in response.content.decode()
+    after = Engram.objects.get(pk=e.pk)
+    assert (after.statement, after.version) == ("Run pytest with -x", 1)
+    assert not LifecycleEvent.objects.filter(event="engram_updated").exists()
+
+
 @pytest.mark.parametrize(
     ("action", "event"),
     [

@@ -1,0 +1,71 @@
+"""State transitions live on the models: each returns early when already in the target state."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from memory.models import AgentSession, Engram, LifecycleEvent
+from memory.services import engrams as engram_services
+from tests.memory import dashboard_data as dd
+
+pytestmark = pytest.mark.django_db
+
+
+def test_retire_and_activate_return_the_state_they_left_once(owner: Any) -> None:
+    engram = dd.engram(owner, "Use uv for installs")
+    now = timezone.now()
+    assert engram.retire(now=now) == "active"
+    assert engram.retire(now=now + timedelta(days=1)) is None
+    assert Engram.objects.get(pk=engram.pk).retired_at == now
+    assert engram.activate(now=now) == "retired"
+    assert engram.activate(now=now) is None
+    assert Engram.objects.get(pk=engram.pk).retired_at is None
+
+
+def test_services_record_one_event_per_real_transition(owner: Any) -> None:
+    engram = dd.engram(owner, "Use uv for installs")
+    assert engram_services.engram_retire(owner=owner, engram=engram) is True
+    assert engram_services.engram_retire(owner=owner, engram=engram) is False
+    assert engram_services.engram_activate(owner=owner, engram=engram) is True
+    assert engram_services.engram_activate(owner=owner, engram=engram) is False
+    events = list(LifecycleEvent.objects.order_by("pk").values_list("event", flat=True))
+    assert events == ["engram_retired", "engram_promoted"]
+
+
+def test_a_retired_engram_refuses_edits_in_the_service(owner: Any) -> None:
+    from memory.errors import Conflict
+
+    engram = dd.engram(owner, "Use uv for installs")
+    engram.retire(now=timezone.now())
+    with pytest.raises(Conflict) as caught:
+        engram_services.engram_update(owner=owner, engram=engram, changes={"statement": "x"})
+    assert caught.value.code == "engram_retired"
+
+
+def test_an_edit_against_a_stale_version_is_refused(owner: Any) -> None:
+    from memory.errors import Conflict
+
+    engram = dd.engram(owner, "Use uv for installs")
+    with pytest.raises(Conflict) as caught:
+        engram_services.engram_update(
+            owner=owner, engram=engram, changes={"domain": "py"}, expected_version=4
+        )
+    assert (caught.value.code, caught.value.details) == ("version_conflict", {"version": 1})
+
+
+def test_reopening_a_session_clears_its_end_and_attribution_once(owner: Any) -> None:
+    now = timezone.now()
+    session = AgentSession.objects.create(
+        owner=owner, session_id="s1", ended_at=now, attributed_at=now
+    )
+    assert session.reopen() is True
+    assert session.reopen() is False
+    stored = AgentSession.objects.get(pk=session.pk)
+    assert (stored.ended_at, stored.attributed_at) == (None, None)
+    stale = AgentSession.objects.get(pk=session.pk)
+    stale.ended_at = now  # another process's stale copy: the conditional update does nothing
+    assert stale.reopen() is False
