@@ -172,33 +172,6 @@ def _tool_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def _has_term(term: str, haystack: str) -> bool:
-    """`term` occurs in `haystack` (lowercased) as a whole token: "gh" is not in "github"."""
-    return re.search(r"(?<![\w-])" + re.escape(term) + r"(?![\w-])", haystack) is not None
-
-
-def trigger_matches(*, trigger_context: str, statement: str, tool_input: str) -> bool:
-    """Whether an engram's trigger fires for a tool input.
-
-    A trigger_context lists alternatives (separated by commas, "|" or new lines), each a set
-    of words that must all appear as whole tokens: "gh --repo, git push --force". Without
-    one, the statement's key terms (memory.maths.attribution.key_terms) must appear, at least
-    attribution.MATCH_SHARE of them.
-    """
-    haystack = tool_input.lower()
-    if trigger_context.strip():
-        for alternative in re.split(r"[,|\n]+", trigger_context.lower()):
-            words = alternative.split()
-            if words and all(_has_term(word, haystack) for word in words):
-                return True
-        return False
-    terms = attribution.key_terms(statement)
-    if not terms:
-        return False
-    hits = sum(1 for term in terms if _has_term(term, haystack))
-    return hits >= 1 and hits / len(terms) >= attribution.MATCH_SHARE
-
-
 def reminders_for(
     *, token: ApiToken, scope: str, tool_input: str, limit: int = MAX_REMINDERS
 ) -> list[Engram]:
@@ -217,7 +190,7 @@ def reminders_for(
     )
     hits: list[Engram] = []
     for engram in candidates[:MAX_REMINDER_CANDIDATES]:
-        if trigger_matches(
+        if attribution.trigger_matches(
             trigger_context=engram.trigger_context,
             statement=engram.statement,
             tool_input=tool_input,

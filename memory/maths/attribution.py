@@ -191,20 +191,62 @@ def key_terms(statement: str, *, limit: int = MAX_TERMS) -> list[str]:
     return terms[:limit]
 
 
+def has_term(term: str, haystack: str) -> bool:
+    """`term` occurs in `haystack` (lowercased) as a whole token: "gh" is not in "github"."""
+    return re.search(r"(?<![\w-])" + re.escape(term) + r"(?![\w-])", haystack) is not None
+
+
 def matches(terms: Sequence[str], text: str, *, share: float = MATCH_SHARE) -> bool:
-    """True when `text` contains at least `share` of the terms (and at least one)."""
+    """True when `text` holds at least `share` of the terms (and at least one) as whole tokens.
+
+    The one matcher: reminders (`trigger_matches`) and outcomes (`attribute`) both use it, so a
+    reminder and the outcome it is judged by agree on the same input.
+    """
     if not terms:
         return False
     haystack = text.lower()
-    hits = sum(1 for term in terms if term in haystack)
+    hits = sum(1 for term in terms if has_term(term, haystack))
     return hits >= 1 and hits / len(terms) >= share
 
 
+def trigger_matches(*, trigger_context: str, statement: str, tool_input: str) -> bool:
+    """Whether an engram's trigger fires for a tool input.
+
+    A trigger_context lists alternatives (separated by commas, "|" or new lines), each a set
+    of words that must all appear as whole tokens: "gh --repo, git push --force". Without
+    one, the statement's key terms must appear, at least MATCH_SHARE of them.
+    """
+    if trigger_context.strip():
+        haystack = tool_input.lower()
+        for alternative in re.split(r"[,|\n]+", trigger_context.lower()):
+            words = alternative.split()
+            if words and all(has_term(word, haystack) for word in words):
+                return True
+        return False
+    return matches(key_terms(statement), tool_input)
+
+
 def attribute(
-    *, statement: str, polarity: str | None, anti_pattern: str = "", inputs: Iterable[str]
+    *,
+    statement: str,
+    polarity: str | None,
+    anti_pattern: str = "",
+    inputs: Iterable[str],
+    trigger_context: str = "",
 ) -> Attribution:
-    """Heuristic outcome for one injected engram from the session's tool inputs."""
+    """Heuristic outcome for one injected engram from the session's tool inputs.
+
+    A "don't" engram with a trigger is judged by its trigger alone: the input a PreToolUse
+    reminder warned about is exactly the input that counts against it.
+    """
     inputs = [text for text in inputs if text]
+    if polarity == "dont" and trigger_context.strip():
+        for text in inputs:
+            if trigger_matches(
+                trigger_context=trigger_context, statement=statement, tool_input=text
+            ):
+                return Attribution("contradicted", f"its trigger fired on: {text[:200]}")
+        return Attribution("ignored", "its trigger fired on no tool input")
     if polarity == "dont" or anti_pattern:
         terms = key_terms(anti_pattern or statement)
         for text in inputs:

@@ -263,6 +263,7 @@ def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
                 polarity=engram.polarity,
                 anti_pattern=anti if isinstance(anti, str) else "",
                 inputs=inputs,
+                trigger_context=engram.trigger_context,
             )
             outcome_record(
                 owner=session.owner,

@@ -23,8 +23,9 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from memory.integrations import hookclient
-from memory.integrations.claude_code import MAX_CONTEXT_CHARS, project_scope, trigger_matches
+from memory.integrations.claude_code import MAX_CONTEXT_CHARS, project_scope
 from memory.management.commands.engram_claude_setup import merge_settings
+from memory.maths.attribution import trigger_matches
 from memory.models import AgentSession, ApiToken, Injection, Observation
 
 HOOKS_DIR = Path(django_settings.BASE_DIR).parent / "shared" / "eval-data" / "claude_code_hooks"
@@ -433,3 +434,25 @@ def test_setup_refuses_broken_settings_and_unknown_users(owner: Any, tmp_path: P
     with pytest.raises(CommandError):
         setup_command("--user", "alice", "--scope", "not a scope")
     assert not ApiToken.objects.filter(name="claude-code").exists()
+
+
+@pytest.mark.parametrize(
+    "tool_input",
+    [
+        "git push --force origin main",
+        "git push origin main",
+        "gh pr create --fill",
+        "git push --force-with-lease",
+        "echo github --force",
+    ],
+)
+def test_a_reminder_and_its_outcome_agree_on_the_same_input(tool_input: str) -> None:
+    from memory.maths.attribution import attribute
+
+    for trigger in ("git push --force", ""):
+        statement = "Never git push --force to main"
+        fired = trigger_matches(trigger_context=trigger, statement=statement, tool_input=tool_input)
+        verdict = attribute(
+            statement=statement, polarity="dont", inputs=[tool_input], trigger_context=trigger
+        )
+        assert fired == (verdict.result == "contradicted"), (trigger, tool_input, verdict)
