@@ -9,7 +9,7 @@ from django import forms
 from exchange import packet as packet_format
 from memory.errors import DomainError
 from memory.models import Engram
-from memory.services.engrams import check_text
+from memory.validation import check_text
 
 MAX_SOURCES = 50
 

@@ -37,7 +37,7 @@ GATES = (
 MAX_ABSTRACTS = 500
 MAX_INSTANCES = 100
 MAX_CHAIN = 50
-MAX_STATEMENT_CHARS = 2_000
+MAX_ABSTRACT_CHARS = 2_000
 MAX_STRUCTURE_CHARS = 4_000
 MAX_APPLIES_WHEN_CHARS = 2_000
 MAX_NAME_CHARS = 200
@@ -310,7 +310,7 @@ def _check_abstract(abstract: object, path: str, errors: list[SchemaError]) -> N
     if "id" in abstract:
         _check_pattern(abstract["id"], f"{path}.id", ABSTRACT_ID_RE, "ABS-<safe id>", errors)
     if "statement" in abstract:
-        _check_text(abstract["statement"], f"{path}.statement", MAX_STATEMENT_CHARS, errors)
+        _check_text(abstract["statement"], f"{path}.statement", MAX_ABSTRACT_CHARS, errors)
     if "structure" in abstract:
         _check_text(
             abstract["structure"], f"{path}.structure", MAX_STRUCTURE_CHARS, errors, blank=True

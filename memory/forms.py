@@ -8,9 +8,10 @@ from django import forms
 from django.conf import settings
 from django.utils import timezone
 
+from memory import validation as limits
 from memory.models import Engram, OwnerSettings
 from memory.selectors import QUADRANT_NAMES, SORTS, EngramQuery, EpisodeQuery
-from memory.services.engrams import SCOPE_RE
+from memory.validation import SCOPE_RE
 
 SCOPE_PATTERN = re.compile(r"^(\*|global|(project|agent|command|space):[\w.\-/*]+)$")
 BAND_CHOICES = [
@@ -96,12 +97,14 @@ def _lines(raw: str) -> list[str]:
 class EngramEditForm(forms.Form):
     """The fields a person edits on the engram page; saved through engram_update."""
 
-    statement = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=4000)
+    statement = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), max_length=limits.MAX_STATEMENT_CHARS
+    )
     rationale = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=8000
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=limits.MAX_TEXT_CHARS
     )
     tags = forms.CharField(required=False, help_text="Comma-separated.", max_length=2000)
-    domain = forms.CharField(required=False, max_length=200)
+    domain = forms.CharField(required=False, max_length=limits.MAX_SHORT_CHARS)
     contraindications = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
@@ -116,7 +119,7 @@ class EngramEditForm(forms.Form):
     emotional_weight = forms.FloatField(min_value=1, max_value=10)
     confidence = forms.FloatField(min_value=1, max_value=10)
     trigger_context = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=8000
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), max_length=limits.MAX_TEXT_CHARS
     )
 
     FIELDS = (

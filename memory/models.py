@@ -699,6 +699,37 @@ class ReviewItem(models.Model):
         return f"{self.kind} ({self.state})"
 
 
+class Event(models.TextChoices):
+    """Every lifecycle event name; `event_record` refuses any other (a typo is a bug, not a row)."""
+
+    ENGRAM_CREATED = "engram_created"
+    ENGRAM_UPDATED = "engram_updated"
+    ENGRAM_MERGED = "engram_merged"
+    ENGRAM_RETIRED = "engram_retired"
+    ENGRAM_PROMOTED = "engram_promoted"
+    ENGRAM_PURGED = "engram_purged"
+    ENGRAM_CONSOLIDATED = "engram_consolidated"
+    ENGRAM_SUPERSEDED = "engram_superseded"
+    FEEDBACK_RECEIVED = "feedback_received"
+    RECURRENCE_DETECTED = "recurrence_detected"
+    CONTRADICTION_DETECTED = "contradiction_detected"
+    SCOPE_PROMOTED = "scope_promoted"
+    STATUS_CHANGED = "status_changed"
+    BAND_CHANGED = "band_changed"
+    REVIEW_DECIDED = "review_decided"
+    SESSION_ENDED = "session_ended"
+    OUTCOMES_ATTRIBUTED = "outcomes_attributed"
+    EPISODE_CAPTURED = "episode_captured"
+    ABSTRACT_LINKED = "abstract_linked"
+    CONVERGENT_DUPLICATE = "convergent_duplicate"
+    PEER_TRUSTED = "peer_trusted"
+    PEER_REJECTED = "peer_rejected"
+    PEER_REVOKED = "peer_revoked"
+    TRIAL_RESTARTED = "trial_restarted"
+    TRIAL_ENDED = "trial_ended"
+    IMPORT_DISCARDED = "import_discarded"
+
+
 class LifecycleEvent(models.Model):
     """Append-only log of every change, exportable as monthly JSONL."""
 

@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from exchange import crypto
 from exchange.models import Identity
 from memory.errors import Conflict, InvalidInput
-from memory.services.engrams import check_text
+from memory.validation import check_text
 
 # Purpose label, so the passphrase derived from SECRET_KEY is not SECRET_KEY itself.
 SECRET_LABEL = "engram-exchange-identity:"

@@ -32,19 +32,12 @@ from lib.embedder import MODEL_ID
 from memory import scanner
 from memory.errors import Conflict
 from memory.maths import textnorm
-from memory.models import Engram, IdSequence
+from memory.models import Engram, Event, IdSequence
 from memory.search.legs import nearest
 from memory.services.activity import activity_mark
-from memory.services.engrams import (
-    InvalidInput,
-    PromptInjectionDetected,
-    SecretDetected,
-    check_text,
-    embed_texts,
-    engram_retire,
-    search_text_of,
-)
+from memory.services.engrams import InvalidInput, embed_texts, engram_retire, search_text_of
 from memory.services.events import event_record
+from memory.validation import PromptInjectionDetected, SecretDetected, check_text
 
 ACCEPTED = "accepted"
 QUARANTINED = "quarantined"
@@ -435,7 +428,7 @@ def _converge(
     )
     event_record(
         owner=owner,
-        event="convergent_duplicate",
+        event=Event.CONVERGENT_DUPLICATE,
         engram=locked,
         actor=actor,
         data={
@@ -512,7 +505,7 @@ def _create_candidate(
     engram.save()
     event_record(
         owner=owner,
-        event="engram_created",
+        event=Event.ENGRAM_CREATED,
         engram=engram,
         actor=actor,
         data={
@@ -551,7 +544,7 @@ def peer_trust(
         if peer.set_state(Peer.State.TRUSTED, now=now):
             event_record(
                 owner=owner,
-                event="peer_trusted",
+                event=Event.PEER_TRUSTED,
                 actor=actor,
                 data={"key_id": peer.key_id, "from": previous},
                 when=now,
@@ -594,7 +587,7 @@ def peer_reject(
         count = _reject_waiting(owner, peer, "the key was rejected by a person", now)
         event_record(
             owner=owner,
-            event="peer_rejected",
+            event=Event.PEER_REJECTED,
             actor=actor,
             data={"key_id": peer.key_id, "packets": count},
             when=now,
@@ -641,7 +634,7 @@ def peer_revoke(
             count += 1
         event_record(
             owner=owner,
-            event="peer_revoked",
+            event=Event.PEER_REVOKED,
             actor=actor,
             data={"key_id": peer.key_id, "quarantined": count},
             when=now,
@@ -714,7 +707,7 @@ def _release(*, owner: Any, item: PacketItem, actor: str, now: datetime) -> None
         engram.save(update_fields=["status", "retired_at", "provisional_until", "updated_at"])
         event_record(
             owner=owner,
-            event="trial_restarted",
+            event=Event.TRIAL_RESTARTED,
             engram=engram,
             actor=actor,
             data={
@@ -763,7 +756,7 @@ def item_discard(
         item.save(update_fields=["trial", "trial_decided_at"])
         event_record(
             owner=owner,
-            event="import_discarded",
+            event=Event.IMPORT_DISCARDED,
             engram=item.engram,
             actor=actor,
             data={"item": item.pk, "abstract": item.abstract_id},

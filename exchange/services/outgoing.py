@@ -250,7 +250,7 @@ def export_blockers(abstract: Engram, *, instances: Sequence[dict[str, object]] 
     if abstract.status != Engram.Status.ACTIVE:
         reasons.append(f"status is {abstract.status}, not active")
     limits = (
-        ("statement", abstract.statement, packet_format.MAX_STATEMENT_CHARS),
+        ("statement", abstract.statement, packet_format.MAX_ABSTRACT_CHARS),
         ("structure", abstract.structure, packet_format.MAX_STRUCTURE_CHARS),
         ("applies_when", abstract.applies_when, packet_format.MAX_APPLIES_WHEN_CHARS),
     )

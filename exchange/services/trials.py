@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from exchange import fitness as fitness_maths
 from exchange.models import PacketItem
-from memory.models import Engram, ReviewItem
+from memory.models import Engram, Event, ReviewItem
 from memory.services.engrams import engram_retire
 from memory.services.events import event_record
 
@@ -73,7 +73,7 @@ def trial_expire(*, item: PacketItem, now: datetime | None = None) -> str:
         }
         event_record(
             owner=engram.owner,
-            event="trial_ended",
+            event=Event.TRIAL_ENDED,
             engram=engram,
             actor=ACTOR,
             data={"outcome": outcome, **counts},

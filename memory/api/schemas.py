@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from ninja import Field, Schema
 from pydantic import AfterValidator, ConfigDict, field_validator, model_validator
 
+from memory import validation as limits
+
 MAX_BATCH = 500
 MAX_PAGE = 200
 MAX_OBSERVATIONS = 200
@@ -59,7 +61,9 @@ def _utc(value: datetime) -> datetime:
 
 
 DateTime = Annotated[datetime, AfterValidator(_utc)]
-ScopeStr = Annotated[str, Field(max_length=200, examples=["global", "project:api"])]
+ScopeStr = Annotated[
+    str, Field(max_length=limits.MAX_SHORT_CHARS, examples=["global", "project:api"])
+]
 
 
 class InSchema(Schema):
@@ -85,24 +89,26 @@ class ErrorOut(Schema):
 class EngramIn(InSchema):
     """A lesson to learn; only `statement` is required."""
 
-    statement: str = Field(min_length=1, max_length=4000)
+    statement: str = Field(min_length=1, max_length=limits.MAX_STATEMENT_CHARS)
     scope: ScopeStr = "global"
     type: EngramType = "behavioral"
     polarity: Polarity | None = None
-    rationale: str = Field("", max_length=8000)
-    tags: list[Annotated[str, Field(max_length=200)]] = Field(default_factory=list, max_length=50)
-    domain: str = Field("", max_length=200)
-    entities: list[Any] = Field(default_factory=list, max_length=50)
-    contraindications: list[Annotated[str, Field(max_length=200)]] = Field(
-        default_factory=list, max_length=50
+    rationale: str = Field("", max_length=limits.MAX_TEXT_CHARS)
+    tags: list[Annotated[str, Field(max_length=limits.MAX_SHORT_CHARS)]] = Field(
+        default_factory=list, max_length=limits.MAX_LIST_ITEMS
     )
-    source: str = Field("agent", max_length=100)
+    domain: str = Field("", max_length=limits.MAX_SHORT_CHARS)
+    entities: list[Any] = Field(default_factory=list, max_length=limits.MAX_LIST_ITEMS)
+    contraindications: list[Annotated[str, Field(max_length=limits.MAX_SHORT_CHARS)]] = Field(
+        default_factory=list, max_length=limits.MAX_LIST_ITEMS
+    )
+    source: str = Field("agent", max_length=limits.MAX_NAME_CHARS)
     direct_instruction: bool = Field(
         False, description="The user told the agent this directly: it becomes active at once."
     )
     emotional_weight: float = Field(5.0, ge=1, le=10)
     confidence: float = Field(5.0, ge=1, le=10)
-    trigger_context: str = Field("", max_length=8000)
+    trigger_context: str = Field("", max_length=limits.MAX_TEXT_CHARS)
     visibility: Visibility = "private"
     valid_from: DateTime | None = None
     valid_until: DateTime | None = None
@@ -111,13 +117,15 @@ class EngramIn(InSchema):
 class EngramPatch(InSchema):
     """Fields to change; omitted fields stay as they are."""
 
-    statement: str | None = Field(None, min_length=1, max_length=4000)
-    rationale: str | None = Field(None, max_length=8000)
-    tags: list[Annotated[str, Field(max_length=200)]] | None = Field(None, max_length=50)
-    domain: str | None = Field(None, max_length=200)
-    entities: list[Any] | None = Field(None, max_length=50)
-    contraindications: list[Annotated[str, Field(max_length=200)]] | None = Field(
-        None, max_length=50
+    statement: str | None = Field(None, min_length=1, max_length=limits.MAX_STATEMENT_CHARS)
+    rationale: str | None = Field(None, max_length=limits.MAX_TEXT_CHARS)
+    tags: list[Annotated[str, Field(max_length=limits.MAX_SHORT_CHARS)]] | None = Field(
+        None, max_length=limits.MAX_LIST_ITEMS
+    )
+    domain: str | None = Field(None, max_length=limits.MAX_SHORT_CHARS)
+    entities: list[Any] | None = Field(None, max_length=limits.MAX_LIST_ITEMS)
+    contraindications: list[Annotated[str, Field(max_length=limits.MAX_SHORT_CHARS)]] | None = (
+        Field(None, max_length=limits.MAX_LIST_ITEMS)
     )
     type: EngramType | None = None
     scope: ScopeStr | None = None
@@ -125,7 +133,7 @@ class EngramPatch(InSchema):
     visibility: Visibility | None = None
     emotional_weight: float | None = Field(None, ge=1, le=10)
     confidence: float | None = Field(None, ge=1, le=10)
-    trigger_context: str | None = Field(None, max_length=8000)
+    trigger_context: str | None = Field(None, max_length=limits.MAX_TEXT_CHARS)
     valid_from: DateTime | None = None
     valid_until: DateTime | None = None
     enforcement: Enforcement | None = None
@@ -215,7 +223,9 @@ class EngramFilters(InSchema):
     tag: str | None = Field(None, max_length=200)
     band: Band | None = None
     quadrant: Quadrant | None = None
-    q: str | None = Field(None, max_length=500, description="Words that must all appear.")
+    q: str | None = Field(
+        None, max_length=limits.MAX_QUERY_CHARS, description="Words that must all appear."
+    )
     cursor: str | None = Field(None, max_length=200)
     limit: int = Field(50, ge=1, le=MAX_PAGE)
 
@@ -239,7 +249,7 @@ class RecallIn(InSchema):
     scope: ScopeStr | None = None
     limit: int = Field(10, ge=1, le=100)
     mode: Mode = "hybrid"
-    session_id: str | None = Field(None, max_length=200)
+    session_id: str | None = Field(None, max_length=limits.MAX_SESSION_ID_CHARS)
     include_episodes: bool = False
 
 
@@ -264,9 +274,9 @@ class RecallOut(Schema):
 
 
 class InjectIn(InSchema):
-    prompt: str = Field(min_length=1, max_length=20000)
+    prompt: str = Field(min_length=1, max_length=limits.MAX_LONG_TEXT_CHARS)
     scope: ScopeStr | None = None
-    session_id: str | None = Field(None, max_length=200)
+    session_id: str | None = Field(None, max_length=limits.MAX_SESSION_ID_CHARS)
     budget_tokens: int | None = Field(None, ge=50, le=20000)
 
 
@@ -292,7 +302,7 @@ class InjectOut(Schema):
 class FeedbackItem(InSchema):
     engram_id: str = Field(max_length=40)
     signal: Signal
-    session_id: str | None = Field(None, max_length=200)
+    session_id: str | None = Field(None, max_length=limits.MAX_SESSION_ID_CHARS)
 
 
 class FeedbackIn(InSchema):
@@ -300,7 +310,7 @@ class FeedbackIn(InSchema):
 
     engram_id: str | None = Field(None, max_length=40)
     signal: Signal | None = None
-    session_id: str | None = Field(None, max_length=200)
+    session_id: str | None = Field(None, max_length=limits.MAX_SESSION_ID_CHARS)
     signals: list[FeedbackItem] | None = Field(None, min_length=1, max_length=MAX_FEEDBACK)
 
     @model_validator(mode="after")
@@ -329,7 +339,7 @@ class FeedbackOut(Schema):
 
 
 class SessionIn(InSchema):
-    task: str = Field("", max_length=4000)
+    task: str = Field("", max_length=limits.MAX_TASK_CHARS)
     scope: ScopeStr | None = None
     agent: str = Field("", max_length=100)
     session_id: str | None = Field(
@@ -345,13 +355,15 @@ class SessionOut(Schema):
     injection: InjectOut | None
 
 
-Suggestion = Annotated[str, Field(max_length=4000)] | dict[str, Any]
+Suggestion = Annotated[str, Field(max_length=limits.MAX_STATEMENT_CHARS)] | dict[str, Any]
 
 
 class SessionEndIn(InSchema):
-    summary: str = Field("", max_length=8000)
-    engram_suggestions: list[Suggestion] = Field(default_factory=list, max_length=50)
-    last_assistant_message: str = Field("", max_length=20000)
+    summary: str = Field("", max_length=limits.MAX_TEXT_CHARS)
+    engram_suggestions: list[Suggestion] = Field(
+        default_factory=list, max_length=limits.MAX_LIST_ITEMS
+    )
+    last_assistant_message: str = Field("", max_length=limits.MAX_LONG_TEXT_CHARS)
 
 
 class LearnedOut(Schema):
@@ -369,10 +381,10 @@ class SessionEndOut(Schema):
 
 
 class EpisodeIn(InSchema):
-    summary: str = Field(min_length=1, max_length=8000)
+    summary: str = Field(min_length=1, max_length=limits.MAX_TEXT_CHARS)
     agent: str = Field("", max_length=100)
     channel: str = Field("", max_length=100)
-    session_id: str | None = Field(None, max_length=200)
+    session_id: str | None = Field(None, max_length=limits.MAX_SESSION_ID_CHARS)
     timestamp: DateTime | None = None
 
 
@@ -381,7 +393,7 @@ class EpisodeFilters(InSchema):
     until: DateTime | None = None
     agent: str | None = Field(None, max_length=100)
     channel: str | None = Field(None, max_length=100)
-    q: str | None = Field(None, max_length=500)
+    q: str | None = Field(None, max_length=limits.MAX_QUERY_CHARS)
     cursor: str | None = Field(None, max_length=200)
     limit: int = Field(50, ge=1, le=MAX_PAGE)
 
@@ -396,7 +408,7 @@ class ObservationItem(InSchema):
     input: Any = None
     output: Any = None
     success: bool = True
-    session_id: str | None = Field(None, max_length=200)
+    session_id: str | None = Field(None, max_length=limits.MAX_SESSION_ID_CHARS)
 
 
 class ObservationsIn(InSchema):
@@ -406,7 +418,7 @@ class ObservationsIn(InSchema):
     input: Any = None
     output: Any = None
     success: bool = True
-    session_id: str | None = Field(None, max_length=200)
+    session_id: str | None = Field(None, max_length=limits.MAX_SESSION_ID_CHARS)
     observations: list[ObservationItem] | None = Field(
         None, min_length=1, max_length=MAX_OBSERVATIONS
     )
@@ -484,7 +496,7 @@ class HookIn(Schema):
     model_config = ConfigDict(extra="allow")
 
     hook_event_name: str = Field(max_length=100, examples=["UserPromptSubmit"])
-    session_id: str | None = Field(None, max_length=200)
+    session_id: str | None = Field(None, max_length=limits.MAX_SESSION_ID_CHARS)
     transcript_path: str | None = None
     cwd: str | None = None
     prompt: str | None = None

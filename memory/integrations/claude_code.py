@@ -27,8 +27,8 @@ from memory.access import ScopeForbidden, require_scope
 from memory.maths import attribution, ranking
 from memory.models import AgentSession, ApiToken, Engram, Injection
 from memory.services import retrieval
-from memory.services.engrams import validate_scope
 from memory.services.sessions import observation_record, session_end, session_start
+from memory.validation import scope as validate_scope
 
 AGENT = "claude-code"
 GLOBAL_SCOPE = "global"

@@ -27,6 +27,7 @@ FADING_FROM = 0.3
 DORMANT_FROM = 0.1
 
 Band = Literal["active", "fading", "dormant", "retire"]
+BANDS: tuple[Band, ...] = ("active", "fading", "dormant", "retire")
 Status = Literal["candidate", "active", "dormant", "retired"]
 Signal = Literal["positive", "negative", "neutral"]
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from memory.maths.textnorm import estimate_tokens
+
 RRF_K = 60
 FUSION_LEGS = 2  # lexical + dense
 MAX_FUSED = FUSION_LEGS / (RRF_K + 1)  # ranked first by both legs
@@ -41,7 +43,6 @@ CONSIDER_TOKENS = 200
 DIVERSITY_COSINE = 0.9
 SPREAD_MAX_ITEMS = 3
 SPREAD_MAX_TOKENS = 480
-CHARS_PER_TOKEN = 4
 
 MAIN_BANDS = frozenset({"active"})
 CONSIDER_BANDS = frozenset({"active", "fading"})
@@ -64,7 +65,7 @@ RENDER_HEADER = (
     "Lessons from earlier work. Name an id when you report that one helped or misled.\n"
 )
 RENDER_MAX_CHARS = 10_000
-MAX_STATEMENT_CHARS = 400  # ~100 tokens per main or related line
+MAX_LINE_CHARS = 400  # ~100 tokens per main or related line
 CONSIDER_STATEMENT_CHARS = 120  # five consider lines fit in 200 tokens
 ELLIPSIS = "…"
 
@@ -139,11 +140,6 @@ class Selection:
     @property
     def tokens_left(self) -> int:
         return max(0, self.budget_tokens - max(self.tokens_used, HEADER_TOKENS))
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens of a rendered text, estimated as ceil(characters / 4)."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 HEADER_TOKENS = estimate_tokens(RENDER_HEADER) + sum(
@@ -242,7 +238,7 @@ def candidate_score(candidate: Candidate, *, max_fused: float = MAX_FUSED) -> fl
     )
 
 
-def clip_statement(statement: str, max_chars: int = MAX_STATEMENT_CHARS) -> str:
+def clip_statement(statement: str, max_chars: int = MAX_LINE_CHARS) -> str:
     """The statement on one line (whitespace collapsed), cut to max_chars with an ellipsis."""
     text = " ".join(statement.split())
     if len(text) <= max_chars:
@@ -260,7 +256,7 @@ def line_tokens(
     engram_id: str,
     statement: str,
     escalation: str = "advisory",
-    max_chars: int = MAX_STATEMENT_CHARS,
+    max_chars: int = MAX_LINE_CHARS,
 ) -> int:
     """Tokens one engram's line costs once clipped and rendered, newline included."""
     line = render_line(engram_id, clip_statement(statement, max_chars), escalation)
@@ -277,7 +273,7 @@ def _unit(vector: Any) -> Any:
 def _ordered(bucket: str, picked: list[tuple[Candidate, float, int]]) -> tuple[Picked, ...]:
     # Escalated engrams first (reminder before emphasised), then by score, then id for stability.
     picked.sort(key=lambda p: (-ESCALATION_ORDER.get(p[0].escalation, 0), -p[1], p[0].id))
-    max_chars = CONSIDER_STATEMENT_CHARS if bucket == CONSIDER else MAX_STATEMENT_CHARS
+    max_chars = CONSIDER_STATEMENT_CHARS if bucket == CONSIDER else MAX_LINE_CHARS
     return tuple(
         Picked(
             id=c.id,
@@ -451,7 +447,7 @@ def render(selection: Selection) -> str:
         items: tuple[Picked, ...] = getattr(selection, bucket)
         if not items:
             continue
-        max_chars = CONSIDER_STATEMENT_CHARS if bucket == CONSIDER else MAX_STATEMENT_CHARS
+        max_chars = CONSIDER_STATEMENT_CHARS if bucket == CONSIDER else MAX_LINE_CHARS
         heading = f"\n### {title}\n"
         lines = []
         for item in items:

@@ -12,8 +12,7 @@ from django.utils import timezone
 
 from memory.maths import activation
 from memory.models import ActivityDay, Engram, OwnerSettings
-
-GLOBAL_SCOPE = "global"
+from memory.validation import GLOBAL_SCOPE
 
 
 def _local_day(when: datetime) -> date:

@@ -13,12 +13,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memory import scanner
+from memory import validation
 from memory.errors import Conflict, DomainError, InvalidInput
 from memory.maths import activation, coaccess, textnorm
 from memory.models import (
     Association,
     Engram,
+    Event,
     IdSequence,
     Injection,
     Outcome,
@@ -27,41 +28,20 @@ from memory.models import (
 )
 from memory.services.activity import activities_mark, activity_mark, effective_strength, reanchor
 from memory.services.events import event_record, events_record
+from memory.validation import (
+    MAX_STATEMENT_CHARS,
+    check_text,
+)
+from memory.validation import scope as validate_scope
 
 MERGE_COSINE = 0.92
 RELATED_COSINE = 0.75
 NEIGHBOURS = 5
-MAX_STATEMENT_CHARS = 4000
-MAX_TEXT_CHARS = 8000
-MAX_LIST_ITEMS = 50
-SCOPE_RE = re.compile(r"^(global|(project|agent|command|space):[\w.\-/]{1,180})$")
 FEEDBACK_SIGNALS = ("positive", "negative", "neutral")
 OUTCOME_SIGNALS = tuple(Outcome.Result.values)
 # Explicit negative feedback on a surfaced engram most often means "not useful here".
 FEEDBACK_TO_OUTCOME = {"positive": "followed", "negative": "irrelevant"}
 USER_SOURCES = {"user", "person"}
-
-
-class SecretDetected(DomainError):
-    def __init__(self, categories: Sequence[str]) -> None:
-        super().__init__(
-            "The text contains what looks like a secret ("
-            + ", ".join(categories)
-            + "); nothing was stored. Remove it and try again.",
-            code="secret_detected",
-            details={"categories": list(categories)},
-        )
-
-
-class PromptInjectionDetected(DomainError):
-    def __init__(self, categories: Sequence[str]) -> None:
-        super().__init__(
-            "The text contains instructions aimed at the model ("
-            + ", ".join(categories)
-            + "); nothing was stored.",
-            code="prompt_injection_detected",
-            details={"categories": list(categories)},
-        )
 
 
 @dataclass
@@ -72,80 +52,6 @@ class LearnResult:
 
 
 # --- validation and scanning ---------------------------------------------------------------
-
-
-def check_text(*texts: str, injections: bool = True) -> None:
-    """Raise when any text holds a secret (or, optionally, a prompt injection)."""
-    secrets_found: set[str] = set()
-    injections_found: set[str] = set()
-    for text in texts:
-        if not text:
-            continue
-        result = scanner.scan(text)
-        secrets_found.update(result.secrets)
-        injections_found.update(result.injections)
-    if secrets_found:
-        raise SecretDetected(sorted(secrets_found))
-    if injections and injections_found:
-        raise PromptInjectionDetected(sorted(injections_found))
-
-
-def _str_list(name: str, value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise InvalidInput(name, "must be a list of strings")
-    items = list(value)
-    if len(items) > MAX_LIST_ITEMS:
-        raise InvalidInput(name, f"at most {MAX_LIST_ITEMS} items")
-    out: list[str] = []
-    for item in items:
-        if not isinstance(item, str):
-            raise InvalidInput(name, "must be a list of strings")
-        item = item.strip()
-        if len(item) > 200:
-            raise InvalidInput(name, "items are at most 200 characters")
-        if item and item not in out:
-            out.append(item)
-    return out
-
-
-def validate_scope(scope: str) -> str:
-    scope = (scope or "global").strip()
-    if not SCOPE_RE.match(scope):
-        raise InvalidInput(
-            "scope", "use global, or project:NAME, agent:NAME, command:NAME, space:NAME"
-        )
-    return scope
-
-
-def _choice(name: str, value: Any, choices: Iterable[str], *, nullable: bool = False) -> Any:
-    if value is None and nullable:
-        return None
-    if value not in set(choices):
-        raise InvalidInput(name, f"must be one of {', '.join(sorted(choices))}")
-    return value
-
-
-def _weight(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(name, "must be a number from 1 to 10")
-    if not 1 <= float(value) <= 10:
-        raise InvalidInput(name, "must be from 1 to 10")
-    return float(value)
-
-
-def _text(name: str, value: Any, *, limit: int = MAX_TEXT_CHARS, required: bool = False) -> str:
-    if value is None:
-        value = ""
-    if not isinstance(value, str):
-        raise InvalidInput(name, "must be a string")
-    value = value.replace("\x00", "").strip()
-    if required and not value:
-        raise InvalidInput(name, "must not be empty")
-    if len(value) > limit:
-        raise InvalidInput(name, f"at most {limit} characters")
-    return value
 
 
 def search_text_of(engram: Engram) -> str:
@@ -245,21 +151,23 @@ def learn_draft(
     valid_until: datetime | None = None,
 ) -> Draft:
     """Step 1 of the write path: validate every field and scan the text (raises DomainError)."""
-    statement = _text("statement", statement, limit=MAX_STATEMENT_CHARS, required=True)
-    rationale = _text("rationale", rationale)
+    statement = validation.text("statement", statement, limit=MAX_STATEMENT_CHARS, required=True)
+    rationale = validation.text("rationale", rationale)
     scope = validate_scope(scope)
-    type = _choice("type", type, Engram.Type.values)
-    polarity = _choice("polarity", polarity or None, Engram.Polarity.values, nullable=True)
-    visibility = _choice("visibility", visibility, Engram.Visibility.values)
-    tag_list = _str_list("tags", tags)
-    contra = _str_list("contraindications", contraindications)
-    domain = _text("domain", domain, limit=200)
-    trigger_context = _text("trigger_context", trigger_context)
-    source = _text("source", source, limit=100) or "agent"
+    type = validation.choice("type", type, Engram.Type.values)
+    polarity = validation.choice(
+        "polarity", polarity or None, Engram.Polarity.values, nullable=True
+    )
+    visibility = validation.choice("visibility", visibility, Engram.Visibility.values)
+    tag_list = validation.str_list("tags", tags)
+    contra = validation.str_list("contraindications", contraindications)
+    domain = validation.text("domain", domain, limit=validation.MAX_SHORT_CHARS)
+    trigger_context = validation.text("trigger_context", trigger_context)
+    source = validation.text("source", source, limit=validation.MAX_NAME_CHARS) or "agent"
     if entities is not None and not isinstance(entities, list):
         raise InvalidInput("entities", "must be a list")
-    ew = _weight("emotional_weight", emotional_weight)
-    conf = _weight("confidence", confidence)
+    ew = validation.weight("emotional_weight", emotional_weight)
+    conf = validation.weight("confidence", confidence)
     if valid_from and valid_until and valid_until <= valid_from:
         raise InvalidInput("valid_until", "must be after valid_from")
     check_text(statement, rationale, trigger_context, domain, *tag_list, *contra)
@@ -362,7 +270,7 @@ def _relate(
                 )
             )
             writes.events.append(
-                ("contradiction_detected", engram, {"other": other.engram_id, "cosine": cos})
+                (Event.CONTRADICTION_DETECTED, engram, {"other": other.engram_id, "cosine": cos})
             )
         elif relation == "merge" and merge_target is None:
             merge_target = other
@@ -405,7 +313,7 @@ def _relate(
         )
     writes.events.append(
         (
-            "engram_created",
+            Event.ENGRAM_CREATED,
             engram,
             {
                 "status": engram.status,
@@ -435,7 +343,7 @@ def _recur(
     events_record(
         owner,
         [
-            ("recurrence_detected", existing, {"derivation_count": start + n, "source": source})
+            (Event.RECURRENCE_DETECTED, existing, {"derivation_count": start + n, "source": source})
             for n, source in enumerate(sources, start=1)
         ],
         actor=actor,
@@ -641,29 +549,31 @@ def engram_update(
     clean: dict[str, Any] = {}
     for name, value in changes.items():
         if name == "statement":
-            clean[name] = _text(name, value, limit=MAX_STATEMENT_CHARS, required=True)
+            clean[name] = validation.text(name, value, limit=MAX_STATEMENT_CHARS, required=True)
         elif name in {"rationale", "trigger_context"}:
-            clean[name] = _text(name, value)
+            clean[name] = validation.text(name, value)
         elif name == "domain":
-            clean[name] = _text(name, value, limit=200)
+            clean[name] = validation.text(name, value, limit=validation.MAX_SHORT_CHARS)
         elif name in {"tags", "contraindications"}:
-            clean[name] = _str_list(name, value)
+            clean[name] = validation.str_list(name, value)
         elif name == "entities":
             if not isinstance(value, list):
                 raise InvalidInput(name, "must be a list")
             clean[name] = value
         elif name == "type":
-            clean[name] = _choice(name, value, Engram.Type.values)
+            clean[name] = validation.choice(name, value, Engram.Type.values)
         elif name == "scope":
             clean[name] = validate_scope(value)
         elif name == "polarity":
-            clean[name] = _choice(name, value or None, Engram.Polarity.values, nullable=True)
+            clean[name] = validation.choice(
+                name, value or None, Engram.Polarity.values, nullable=True
+            )
         elif name == "visibility":
-            clean[name] = _choice(name, value, Engram.Visibility.values)
+            clean[name] = validation.choice(name, value, Engram.Visibility.values)
         elif name == "enforcement":
-            clean[name] = _choice(name, value, Engram.Enforcement.values)
+            clean[name] = validation.choice(name, value, Engram.Enforcement.values)
         elif name in {"emotional_weight", "confidence"}:
-            clean[name] = _weight(name, value)
+            clean[name] = validation.weight(name, value)
         elif name in {"valid_from", "valid_until"}:
             if value is not None and not isinstance(value, datetime):
                 raise InvalidInput(name, "must be a date-time")
@@ -701,7 +611,7 @@ def engram_update(
         engram.save()
         event_record(
             owner=owner,
-            event="engram_updated",
+            event=Event.ENGRAM_UPDATED,
             engram=engram,
             actor=actor,
             data={"changes": diff, "version": engram.version},
@@ -723,7 +633,7 @@ def engram_retire(*, owner: Any, engram: Engram, actor: str = "person", reason: 
         )
         event_record(
             owner=owner,
-            event="engram_retired",
+            event=Event.ENGRAM_RETIRED,
             engram=engram,
             actor=actor,
             data={"from": previous, "reason": reason},
@@ -733,7 +643,7 @@ def engram_retire(*, owner: Any, engram: Engram, actor: str = "person", reason: 
 
 
 def engram_activate(
-    *, owner: Any, engram: Engram, actor: str = "person", event: str = "engram_promoted"
+    *, owner: Any, engram: Engram, actor: str = "person", event: str = Event.ENGRAM_PROMOTED
 ) -> bool:
     """Move a candidate or dormant engram to active."""
     now = timezone.now()
@@ -756,7 +666,7 @@ def engram_consolidate(*, owner: Any, engram: Engram, actor: str = "person") -> 
         if before is not None:
             event_record(
                 owner=owner,
-                event="engram_consolidated",
+                event=Event.ENGRAM_CONSOLIDATED,
                 engram=engram,
                 actor=actor,
                 data={"storage_strength": [before, engram.storage_strength]},
@@ -770,7 +680,7 @@ def engram_reinforce(*, owner: Any, engram: Engram, actor: str = "person") -> En
     feedback_record(owner=owner, engram=engram, signal="positive", actor=actor, source="person")
     engram.refresh_from_db()
     if engram.status == Engram.Status.DORMANT:
-        engram_activate(owner=owner, engram=engram, actor=actor, event="status_changed")
+        engram_activate(owner=owner, engram=engram, actor=actor, event=Event.STATUS_CHANGED)
     return engram
 
 
@@ -814,7 +724,7 @@ def feedback_record(
             engram.save()
             event_record(
                 owner=owner,
-                event="feedback_received",
+                event=Event.FEEDBACK_RECEIVED,
                 engram=engram,
                 actor=actor,
                 data={"signal": signal, "rs": round(engram.retrieval_strength, 6)},

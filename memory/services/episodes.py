@@ -8,10 +8,11 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from memory import validation
 from memory.errors import InvalidInput
-from memory.models import AgentSession, Episode, IdSequence
-from memory.services.engrams import _text, check_text
+from memory.models import AgentSession, Episode, Event, IdSequence
 from memory.services.events import event_record
+from memory.validation import check_text
 
 MAX_TIMELINE = 200
 
@@ -26,9 +27,9 @@ def episode_capture(
     timestamp: datetime | None = None,
 ) -> Episode:
     """Append one episode; a secret in the summary rejects it (nothing stored)."""
-    summary = _text("summary", summary, limit=8000, required=True)
-    agent = _text("agent", agent, limit=100)
-    channel = _text("channel", channel, limit=100)
+    summary = validation.text("summary", summary, limit=validation.MAX_TEXT_CHARS, required=True)
+    agent = validation.text("agent", agent, limit=100)
+    channel = validation.text("channel", channel, limit=100)
     check_text(summary, injections=False)
     when = timestamp or timezone.now()
     episode = Episode.objects.create(
@@ -41,7 +42,7 @@ def episode_capture(
         session=session,
     )
     event_record(
-        owner=owner, event="episode_captured", actor=agent, data={"episode": episode.episode_id}
+        owner=owner, event=Event.EPISODE_CAPTURED, actor=agent, data={"episode": episode.episode_id}
     )
     return episode
 

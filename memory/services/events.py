@@ -8,7 +8,12 @@ from typing import Any
 
 from django.utils import timezone
 
-from memory.models import Engram, LifecycleEvent
+from memory.models import Engram, Event, LifecycleEvent
+
+
+def _known(event: str) -> None:
+    if event not in Event.values:
+        raise ValueError(f"{event!r} is not a lifecycle event (memory.models.Event)")
 
 
 def event_record(
@@ -21,6 +26,7 @@ def event_record(
     when: datetime | None = None,
 ) -> LifecycleEvent:
     """Append one lifecycle event; `data` must be JSON-serialisable."""
+    _known(event)
     return LifecycleEvent.objects.create(
         owner=owner,
         event=event,
@@ -40,6 +46,8 @@ def events_record(
     when: datetime | None = None,
 ) -> None:
     """Append several events in one query."""
+    for event, _, _ in rows:
+        _known(event)
     at = when or timezone.now()
     LifecycleEvent.objects.bulk_create(
         LifecycleEvent(

@@ -11,13 +11,14 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from memory import interop, scanner
+from memory import interop, scanner, validation
 from memory.errors import DomainError, InvalidInput
 from memory.maths import textnorm
-from memory.models import Engram, IdSequence, ReviewItem
+from memory.models import Engram, Event, IdSequence, ReviewItem
 from memory.services.activity import activity_mark
-from memory.services.engrams import SCOPE_RE, embed_texts, search_text_of
+from memory.services.engrams import embed_texts, search_text_of
 from memory.services.events import events_record
+from memory.validation import SCOPE_RE
 
 # Record fields without a column of their own travel in Engram.extra under this key.
 RECORD_KEY = "_record"
@@ -71,14 +72,14 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-# Column limits (memory.models.Engram) and the learn path's statement limit.
+# Column limits (memory.models.Engram) and the learn path's limits (memory.validation).
 MAX_LENGTHS = {
     "engram_id": 40,
-    "scope": 200,
-    "domain": 200,
+    "scope": validation.MAX_SHORT_CHARS,
+    "domain": validation.MAX_SHORT_CHARS,
     "journal_ref": 300,
-    "source": 100,
-    "statement": 4000,
+    "source": validation.MAX_NAME_CHARS,
+    "statement": validation.MAX_STATEMENT_CHARS,
     "abstract": 40,
 }
 
@@ -361,7 +362,7 @@ def engrams_import(
         )
         events_record(
             owner,
-            [("engram_created", e, {"source": "import", "format": fmt}) for e in created],
+            [(Event.ENGRAM_CREATED, e, {"source": "import", "format": fmt}) for e in created],
             actor=actor,
             when=now,
         )

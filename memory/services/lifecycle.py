@@ -13,7 +13,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from memory.maths import activation
-from memory.models import AgentSession, Engram, LifecycleEvent, ReviewItem
+from memory.models import AgentSession, Engram, Event, LifecycleEvent, ReviewItem
 from memory.services.activity import decay_base_for, effective_strengths
 from memory.services.events import events_record
 
@@ -58,7 +58,7 @@ def bands_refresh(*, owner: Any, now: datetime | None = None) -> dict[str, int]:
                 if band != engram.band:
                     events.append(
                         (
-                            "band_changed",
+                            Event.BAND_CHANGED,
                             engram,
                             {"from": engram.band, "to": band, "rs_eff": round(rs_eff, 6)},
                         )
@@ -67,7 +67,9 @@ def bands_refresh(*, owner: Any, now: datetime | None = None) -> dict[str, int]:
                     changed.append("band")
                     stats[f"band_{band}"] += 1
                 if status != engram.status:
-                    events.append(("status_changed", engram, {"from": engram.status, "to": status}))
+                    events.append(
+                        (Event.STATUS_CHANGED, engram, {"from": engram.status, "to": status})
+                    )
                     engram.status = status
                     changed.append("status")
                     stats[f"status_{status}"] += 1
@@ -114,7 +116,7 @@ def engrams_compact(
         LifecycleEvent.objects.bulk_create(
             LifecycleEvent(
                 owner=owner,
-                event="engram_purged",
+                event=Event.ENGRAM_PURGED,
                 engram=None,
                 engram_ref=e.engram_id,
                 actor="compact",
@@ -145,7 +147,7 @@ def store_status(*, owner: Any, now: datetime | None = None) -> dict[str, Any]:
     return {
         "engrams": sum(by_status.values()),
         "by_status": {s: by_status.get(s, 0) for s in Engram.Status.values},
-        "by_band": {b: by_band.get(b, 0) for b in ("active", "fading", "dormant", "retire")},
+        "by_band": {b: by_band.get(b, 0) for b in activation.BANDS},
         "review_open": open_review,
         "sessions_today": AgentSession.objects.filter(
             owner=owner, started_at__gte=start_of_day

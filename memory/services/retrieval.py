@@ -28,9 +28,9 @@ from memory.models import (
 )
 from memory.search import legs as search
 from memory.services.activity import effective_strengths
+from memory.validation import GLOBAL_SCOPE
 
 MODES: tuple[str, ...] = ("hybrid", "lexical", "dense")
-GLOBAL_SCOPE = "global"
 
 LEXICAL_POOL = 3  # lexical leg returns 3 x limit
 DENSE_POOL = 2  # dense leg returns 2 x limit
@@ -704,6 +704,6 @@ def inject(
         consider=_items(selection.consider),
         spread=_items(selection.related),
         rendered=rendered,
-        tokens=ranking.estimate_tokens(rendered),
+        tokens=textnorm.estimate_tokens(rendered),
         timings=timings,
     )

@@ -20,17 +20,14 @@ from django.db import transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
+from memory import validation
 from memory.errors import Conflict, NotFound
 from memory.maths import textnorm
-from memory.models import Engram, IdSequence, LifecycleEvent, OwnerSettings, ReviewItem
+from memory.models import Engram, Event, IdSequence, LifecycleEvent, OwnerSettings, ReviewItem
 from memory.services.activity import activity_mark
 from memory.services.engrams import (
-    MAX_STATEMENT_CHARS,
     InvalidInput,
-    _choice,
     _embedding_model,
-    _text,
-    check_text,
     embed_texts,
     engram_activate,
     engram_reinforce,
@@ -39,6 +36,7 @@ from memory.services.engrams import (
     search_text_of,
 )
 from memory.services.events import event_record, events_record
+from memory.validation import MAX_STATEMENT_CHARS, check_text
 
 FIRST_WEEKS_DAYS = 14  # the owner's first two weeks get the larger batch
 FIRST_WEEKS_BATCH = 15
@@ -262,7 +260,7 @@ def _expire_leftovers(owner: Any, key: str, now: datetime, *, auto_defer: bool) 
             item.save(update_fields=["state", "decision", "deferred_until", "decided_at"])
             events.append(
                 (
-                    "review_decided",
+                    Event.REVIEW_DECIDED,
                     item.engram,
                     {"item": item.pk, "kind": item.kind, "action": "defer", "auto": True},
                 )
@@ -376,7 +374,7 @@ def approval_rate(*, owner: Any, now: datetime | None = None) -> ApprovalRate:
     rows = (
         LifecycleEvent.objects.filter(
             owner=owner,
-            event="review_decided",
+            event=Event.REVIEW_DECIDED,
             created_at__gte=now - timedelta(days=APPROVAL_WINDOW_DAYS),
         )
         .exclude(actor=AUTO_DEFER_ACTOR)
@@ -419,7 +417,7 @@ def _merge_into(*, owner: Any, new: Engram, old: Engram, actor: str) -> None:
     old.refresh_from_db()
     event_record(
         owner=owner,
-        event="engram_merged",
+        event=Event.ENGRAM_MERGED,
         engram=old,
         actor=actor,
         data={"merged": new.engram_id, "derivation_count": old.derivation_count},
@@ -446,7 +444,7 @@ def _add_contraindication(*, owner: Any, engram: Engram, text: str, actor: str) 
 
 
 def _required(edits: Mapping[str, Any], name: str, *, limit: int = 2000) -> str:
-    return str(_text(name, edits.get(name, ""), limit=limit, required=True))
+    return str(validation.text(name, edits.get(name, ""), limit=limit, required=True))
 
 
 def _sources_of(item: ReviewItem) -> list[Engram]:
@@ -530,7 +528,7 @@ def review_decide(
                 _add_contraindication(owner=owner, engram=new, text=new_text, actor=actor)
                 _add_contraindication(owner=owner, engram=old, text=old_text, actor=actor)
                 _activate(owner=owner, engram=new, actor=actor, item=item, now=now)
-                engram_activate(owner=owner, engram=old, actor=actor, event="status_changed")
+                engram_activate(owner=owner, engram=old, actor=actor, event=Event.STATUS_CHANGED)
         elif kind == K.FADING and new is not None:
             if action == "reinforce":
                 engram_reinforce(owner=owner, engram=new, actor=actor)
@@ -570,7 +568,7 @@ def review_decide(
         # that engram's history, so it names only the item.
         event_engram = None if kind == K.CALIBRATION else new
         event_record(
-            owner=owner, event="review_decided", engram=event_engram, actor=actor, data=data
+            owner=owner, event=Event.REVIEW_DECIDED, engram=event_engram, actor=actor, data=data
         )
     return item
 
@@ -664,10 +662,10 @@ def abstract_create(
     scope, the sources' type, tags and summed derivation count. Secrets and prompt injections
     are refused (422) like on every other write path.
     """
-    statement = _text("statement", statement, limit=MAX_STATEMENT_CHARS, required=True)
-    structure = _text("structure", structure, required=True)
-    applies_when = _text("applies_when", applies_when, required=True)
-    visibility = _choice("visibility", visibility, Engram.Visibility.values)
+    statement = validation.text("statement", statement, limit=MAX_STATEMENT_CHARS, required=True)
+    structure = validation.text("structure", structure, required=True)
+    applies_when = validation.text("applies_when", applies_when, required=True)
+    visibility = validation.choice("visibility", visibility, Engram.Visibility.values)
     sources = list(sources)
     if not sources:
         raise InvalidInput("sources", "name at least one concrete engram")
@@ -716,7 +714,7 @@ def abstract_create(
         )
         event_record(
             owner=owner,
-            event="engram_created",
+            event=Event.ENGRAM_CREATED,
             engram=abstract,
             actor=actor,
             data={"kind": "ABS", "derived_from": abstract.derived_from, "status": "active"},
@@ -724,7 +722,7 @@ def abstract_create(
         )
         events_record(
             owner,
-            [("abstract_linked", s, {"abstract": abstract.engram_id}) for s in sources],
+            [(Event.ABSTRACT_LINKED, s, {"abstract": abstract.engram_id}) for s in sources],
             actor=actor,
             when=now,
         )

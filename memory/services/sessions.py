@@ -13,20 +13,15 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from memory import scanner
+from memory import scanner, validation
 from memory.errors import NotFound
 from memory.maths import attribution, coaccess
-from memory.models import AgentSession, Association, Engram, Injection, Observation, Outcome
+from memory.models import AgentSession, Association, Engram, Event, Injection, Observation, Outcome
 from memory.services.activity import activity_mark
-from memory.services.engrams import (
-    InvalidInput,
-    _text,
-    engram_learn,
-    outcome_record,
-    validate_scope,
-)
+from memory.services.engrams import InvalidInput, engram_learn, outcome_record
 from memory.services.events import event_record
 from memory.services.jobs import job_enqueue
+from memory.validation import scope as validate_scope
 
 MAX_OBSERVATION_CHARS = 4000
 MAIN_BUCKETS = (Injection.Bucket.CONSTRAINT, Injection.Bucket.DIRECTIVE)
@@ -54,15 +49,15 @@ def session_start(
     now = now or timezone.now()
     sid = _session_id(session_id)
     scope = validate_scope(scope)
-    task = _text("task", task, limit=4000)
+    task = validation.text("task", task, limit=validation.MAX_TASK_CHARS)
     session, created = AgentSession.objects.get_or_create(
         owner=owner,
         session_id=sid,
         defaults={
             "task": task,
             "scope": scope,
-            "agent": _text("agent", agent, limit=100),
-            "cwd": _text("cwd", cwd, limit=500),
+            "agent": validation.text("agent", agent, limit=100),
+            "cwd": validation.text("cwd", cwd, limit=500),
             "started_at": now,
         },
     )
@@ -103,7 +98,7 @@ def observation_record(
     now: datetime | None = None,
 ) -> Observation:
     """Store one tool use with secrets redacted; heavy work (embedding) happens later."""
-    tool = _text("tool", tool, limit=100, required=True)
+    tool = validation.text("tool", tool, limit=100, required=True)
     raw_in, raw_out = _as_text(tool_input), _as_text(tool_output)
     clean_in, found_in = scanner.redact_secrets(raw_in[: MAX_OBSERVATION_CHARS * 4])
     clean_out, found_out = scanner.redact_secrets(raw_out[: MAX_OBSERVATION_CHARS * 4])
@@ -190,7 +185,7 @@ def session_end(
 ) -> dict[str, Any]:
     """End a session once: co-access, suggested lessons, then queue outcome attribution."""
     now = now or timezone.now()
-    summary = _text("summary", summary, limit=8000)
+    summary = validation.text("summary", summary, limit=validation.MAX_TEXT_CHARS)
     if not isinstance(engram_suggestions, list | tuple):
         raise InvalidInput("engram_suggestions", "must be a list")
     learned: list[dict[str, Any]] = []
@@ -223,7 +218,7 @@ def session_end(
         if claimed:
             event_record(
                 owner=owner,
-                event="session_ended",
+                event=Event.SESSION_ENDED,
                 actor=session.agent,
                 data={"session": session.session_id, "coaccess_edges": edges},
                 when=now,
@@ -276,7 +271,7 @@ def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
             count += 1
         event_record(
             owner=session.owner,
-            event="outcomes_attributed",
+            event=Event.OUTCOMES_ATTRIBUTED,
             actor="worker",
             data={"session": session.session_id, "outcomes": count},
             when=now,

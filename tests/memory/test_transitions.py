@@ -69,3 +69,13 @@ def test_reopening_a_session_clears_its_end_and_attribution_once(owner: Any) -> 
     stale = AgentSession.objects.get(pk=session.pk)
     stale.ended_at = now  # another process's stale copy: the conditional update does nothing
     assert stale.reopen() is False
+
+
+def test_an_unknown_event_name_is_a_bug_not_a_row(owner: Any) -> None:
+    from memory.services.events import event_record, events_record
+
+    with pytest.raises(ValueError, match="not a lifecycle event"):
+        event_record(owner=owner, event="engram_deleted")
+    with pytest.raises(ValueError, match="not a lifecycle event"):
+        events_record(owner, [("engram_created", None, {}), ("typo", None, {})])
+    assert not LifecycleEvent.objects.exists()

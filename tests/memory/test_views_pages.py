@@ -291,13 +291,13 @@ def test_engram_detail_shows_every_part(logged_in: Client, owner: Any) -> None:
 def test_engram_history_pages_as_a_fragment(logged_in: Client, owner: Any) -> None:
     e = dd.engram(owner, "Run pytest with -x")
     for n in range(30):
-        event_record(owner=owner, event="test_event", engram=e, data={"n": n})
+        event_record(owner=owner, event="feedback_received", engram=e, data={"n": n})
     full = get(logged_in, f"/engrams/{e.engram_id}/")
     assert "Older events" in full
     cursor = full.split("Older events")[0].rsplit("cursor=", 1)[1].split('"')[0]
     fragment = get(logged_in, f"/engrams/{e.engram_id}/?cursor={cursor}", htmx=True)
     assert fragment.lstrip().startswith('<div id="history">')
-    assert fragment.count("test_event") == 5 and "Older events" not in fragment
+    assert fragment.count(">feedback_received<") == 5 and "Older events" not in fragment
 
 
 def test_another_owners_engram_is_not_found(logged_in: Client, other_owner: Any) -> None:

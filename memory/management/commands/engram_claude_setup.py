@@ -22,7 +22,7 @@ from memory.forms import TokenForm
 from memory.integrations.hookclient import DEFAULT_URL, HOOK_PATH
 from memory.management.owner import resolve_owner
 from memory.models import ApiToken
-from memory.services.engrams import validate_scope
+from memory.validation import scope as validate_scope
 
 TOKEN_ENV = "ENGRAM_TOKEN"
 # Seconds Claude Code waits for each hook; the tool hooks must never hold the agent up for long.
