@@ -28,14 +28,12 @@ from exchange import fitness as fitness_maths
 from exchange import packet as packet_format
 from exchange.models import Packet, PacketItem, Peer
 from exchange.packet import PacketError
-from lib.embedder import MODEL_ID
 from memory import scanner
 from memory.errors import Conflict
-from memory.maths import textnorm
 from memory.models import Engram, Event, IdSequence
 from memory.search.legs import nearest
 from memory.services.activity import activity_mark
-from memory.services.engrams import InvalidInput, embed_texts, engram_retire, search_text_of
+from memory.services.engrams import InvalidInput, embed_texts, engram_build, engram_retire
 from memory.services.events import event_record
 from memory.validation import PromptInjectionDetected, SecretDetected, check_text
 
@@ -456,26 +454,21 @@ def _create_candidate(
     declared = abstract["exchange_metadata"]
     provenance = abstract["provenance"]
     instances = abstract["instances"]
-    engram = Engram(
+    engram = engram_build(
         owner=owner,
+        now=now,
+        vector=vector,
         engram_id=IdSequence.next_id(owner=owner, prefix="ABS", when=now),
         kind=Engram.Kind.ABSTRACT,
         status=Engram.Status.CANDIDATE,
         scope=IMPORT_SCOPE,
         visibility=Engram.Visibility.PRIVATE,
-        statement=abstract["statement"].strip(),
+        statement=abstract["statement"],
         structure=abstract["structure"].strip(),
         applies_when=abstract["applies_when"].strip(),
         domain=(instances[0]["domain"] if instances else "")[:200],
         source="exchange",
-        learned_at=now,
-        rs_anchor_at=now,
-        created_at=now,
-        updated_at=now,
         provisional_until=now + timedelta(days=fitness_maths.TRIAL_DAYS),
-        content_hash=textnorm.content_hash(abstract["statement"]),
-        embedding=vector,
-        embedding_model=MODEL_ID,
         provenance={
             "origin": "exchange",
             "source": "exchange",
@@ -501,7 +494,6 @@ def _create_candidate(
         },
         extra={"exchange": {"instances": list(instances), "license": abstract["license"]}},
     )
-    engram.search_text = search_text_of(engram)
     engram.save()
     event_record(
         owner=owner,

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 
 from memory.models import Engram
-from memory.services.engrams import _embedding_model
+from memory.services.engrams import embedding_model_id
 
 DEFAULT_BATCH = 64
 # One hourly run re-embeds at most this many (about ten seconds of CPU at ~500 statements/s).
@@ -26,7 +26,7 @@ PERIODIC_LIMIT = 5000
 def stale(owner: Any = None) -> QuerySet[Engram]:
     """Engrams without a vector or with one from another model than the running one."""
     queryset = Engram.objects.filter(
-        ~Q(embedding_model=_embedding_model()) | Q(embedding__isnull=True)
+        ~Q(embedding_model=embedding_model_id()) | Q(embedding__isnull=True)
     )
     if owner is not None:
         queryset = queryset.filter(owner=owner)
@@ -48,7 +48,7 @@ def reembed(
     """
     from lib.embedder import get_embedder
 
-    model_id = _embedding_model()
+    model_id = embedding_model_id()
     embedder = get_embedder()
     done, last_pk = 0, 0
     while limit is None or done < limit:

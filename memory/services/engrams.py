@@ -81,10 +81,31 @@ def embed_texts(texts: Sequence[str]) -> np.ndarray:
     return get_embedder().embed(list(texts))
 
 
-def _embedding_model() -> str:
+def embedding_model_id() -> str:
+    """The id of the running embedding model, stored with every vector."""
     from lib.embedder import MODEL_ID
 
     return MODEL_ID
+
+
+def engram_build(
+    *, owner: Any, now: datetime, vector: np.ndarray | None = None, **fields: Any
+) -> Engram:
+    """The one way a new engram row is made (learn, import, abstract, exchange), unsaved.
+
+    Every path gives its own fields; this sets what they must all agree on: the statement
+    stripped, its content hash, the search text, the model id of the vector, and the
+    timestamps (learned now unless given; the RS anchor, created and updated now).
+    """
+    fields.setdefault("learned_at", now)
+    engram = Engram(owner=owner, rs_anchor_at=now, created_at=now, updated_at=now, **fields)
+    engram.statement = engram.statement.strip()
+    engram.content_hash = textnorm.content_hash(engram.statement)
+    if vector is not None:
+        engram.embedding = vector
+        engram.embedding_model = embedding_model_id()
+    engram.search_text = search_text_of(engram)
+    return engram
 
 
 # --- learn --------------------------------------------------------------------------------
@@ -205,22 +226,15 @@ def _build(
     actor: str,
     now: datetime,
 ) -> Engram:
-    engram = Engram(
+    return engram_build(
         owner=owner,
+        now=now,
+        vector=vector,
         engram_id=engram_id,
         status=status,
-        learned_at=now,
-        rs_anchor_at=now,
-        created_at=now,
-        updated_at=now,
-        content_hash=draft.digest,
-        embedding=vector,
-        embedding_model=_embedding_model(),
         provenance={"origin": "local", "source": draft.source, "actor": actor},
         **draft.fields,
     )
-    engram.search_text = search_text_of(engram)
-    return engram
 
 
 @dataclass
@@ -604,7 +618,7 @@ def engram_update(
         if "statement" in diff:
             engram.content_hash = textnorm.content_hash(engram.statement)
             engram.embedding = embed_texts([engram.statement])[0]
-            engram.embedding_model = _embedding_model()
+            engram.embedding_model = embedding_model_id()
         engram.search_text = search_text_of(engram)
         engram.version += 1
         engram.updated_at = now

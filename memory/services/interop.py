@@ -16,7 +16,7 @@ from memory.errors import DomainError, InvalidInput
 from memory.maths import textnorm
 from memory.models import Engram, Event, IdSequence, ReviewItem
 from memory.services.activity import activity_mark
-from memory.services.engrams import embed_texts, search_text_of
+from memory.services.engrams import embed_texts, engram_build
 from memory.services.events import events_record
 from memory.validation import SCOPE_RE
 
@@ -140,8 +140,9 @@ def _engram_from_record(owner: Any, record: dict[str, Any], now: datetime) -> En
     extra[RECORD_KEY] = stash
     engram_id = record.get("engram_id") or ""
     kind = engram_id.split("-", 1)[0] if engram_id else "ENG"
-    engram = Engram(
+    return engram_build(
         owner=owner,
+        now=now,
         engram_id=engram_id,
         kind=kind if kind in Engram.Kind.values else Engram.Kind.CONCRETE,
         version=int(record.get("version") or 1),
@@ -151,7 +152,7 @@ def _engram_from_record(owner: Any, record: dict[str, Any], now: datetime) -> En
         scope=record.get("scope") or "global",
         visibility=record.get("visibility") or Engram.Visibility.PRIVATE,
         polarity=record.get("polarity"),
-        statement=record["statement"].strip(),
+        statement=record["statement"],
         rationale=record.get("rationale") or "",
         contraindications=list(record.get("contraindications") or []),
         tags=list(record.get("tags") or []),
@@ -167,7 +168,6 @@ def _engram_from_record(owner: Any, record: dict[str, Any], now: datetime) -> En
         trigger_context=record.get("trigger_context") or "",
         journal_ref=record.get("journal_ref") or "",
         retrieval_strength=min(1.0, max(0.0, float(record.get("retrieval_strength") or 0.7))),
-        rs_anchor_at=now,
         storage_strength=min(1.0, max(0.0, float(record.get("storage_strength") or 0.0))),
         frequency=int(record.get("frequency") or 0),
         last_accessed=_when(record.get("last_accessed")),
@@ -192,14 +192,9 @@ def _engram_from_record(owner: Any, record: dict[str, Any], now: datetime) -> En
         derived_from=list(record.get("derived_from") or []),
         provenance=dict(record.get("provenance") or {}),
         exchange_metadata=dict(record.get("exchange_metadata") or {}),
-        content_hash=textnorm.content_hash(record["statement"]),
         extra=extra,
-        created_at=now,
-        updated_at=now,
         retired_at=now if record.get("status") == "retired" else None,
     )
-    engram.search_text = search_text_of(engram)
-    return engram
 
 
 def record_from_engram(engram: Engram) -> dict[str, Any]:

@@ -22,18 +22,16 @@ from django.utils import timezone
 
 from memory import validation
 from memory.errors import Conflict, NotFound
-from memory.maths import textnorm
 from memory.models import Engram, Event, IdSequence, LifecycleEvent, OwnerSettings, ReviewItem
 from memory.services.activity import activity_mark
 from memory.services.engrams import (
     InvalidInput,
-    _embedding_model,
     embed_texts,
     engram_activate,
+    engram_build,
     engram_reinforce,
     engram_retire,
     engram_update,
-    search_text_of,
 )
 from memory.services.events import event_record, events_record
 from memory.validation import MAX_STATEMENT_CHARS, check_text
@@ -681,8 +679,10 @@ def abstract_create(
             if isinstance(tag, str) and tag not in tags and len(tags) < 50:
                 tags.append(tag)
     with transaction.atomic():
-        abstract = Engram(
+        abstract = engram_build(
             owner=owner,
+            now=now,
+            vector=embed_texts([statement])[0],
             engram_id=IdSequence.next_id(owner=owner, prefix="ABS", when=now),
             kind=Engram.Kind.ABSTRACT,
             status=Engram.Status.ACTIVE,
@@ -699,15 +699,7 @@ def abstract_create(
             derivation_count=sum(max(1, s.derivation_count) for s in sources),
             derived_from=[s.engram_id for s in sources],
             provenance={"origin": "local", "actor": actor, "derived_from": len(sources)},
-            content_hash=textnorm.content_hash(statement),
-            learned_at=now,
-            rs_anchor_at=now,
-            created_at=now,
-            updated_at=now,
         )
-        abstract.search_text = search_text_of(abstract)
-        abstract.embedding = embed_texts([statement])[0]
-        abstract.embedding_model = _embedding_model()
         abstract.save()
         Engram.objects.filter(pk__in=[s.pk for s in sources]).update(
             abstract=abstract.engram_id, updated_at=now

@@ -79,3 +79,33 @@ def test_an_unknown_event_name_is_a_bug_not_a_row(owner: Any) -> None:
     with pytest.raises(ValueError, match="not a lifecycle event"):
         events_record(owner, [("engram_created", None, {}), ("typo", None, {})])
     assert not LifecycleEvent.objects.exists()
+
+
+def test_every_creation_path_builds_the_same_derived_fields(owner: Any) -> None:
+    """Learn, import and abstract all go through one builder: hash, search text, model id."""
+    from lib.embedder import MODEL_ID
+    from memory.maths import textnorm
+    from memory.services import interop, review
+    from memory.services.engrams import engram_learn, search_text_of
+
+    learned = engram_learn(owner=owner, statement="  Use uv for installs  ", scope="project:x")
+    imported = interop.engrams_import(
+        owner=owner,
+        fmt="plur-yaml",
+        text="engrams:\n  - id: ENG-2026-0101-001\n    statement: '  Pin every dependency  '\n",
+    )
+    abstract = review.abstract_create(
+        owner=owner,
+        sources=[learned.engram],
+        statement="Use one package manager per repository",
+        structure="tooling choice",
+        applies_when="installing packages",
+    )
+    rows = [learned.engram, Engram.objects.get(engram_id="ENG-2026-0101-001"), abstract]
+    assert imported.created == 1
+    for row in rows:
+        row.refresh_from_db()
+        assert row.statement == row.statement.strip()
+        assert row.content_hash == textnorm.content_hash(row.statement)
+        assert row.search_text == search_text_of(row)
+        assert row.embedding_model == MODEL_ID and row.embedding is not None
