@@ -11,9 +11,9 @@ from typing import Any
 
 from memory.errors import Forbidden, not_found
 from memory.models import AgentSession, ApiToken, Engram, EngramQuerySet, Episode
-from memory.services.activity import effective_strengths
 from memory.services.retrieval import InjectResult
 from memory.services.sessions import session_start
+from memory.strength import effective_strengths
 from memory.validation import scope as validate_scope
 
 MAX_ENGRAM_ID = 40

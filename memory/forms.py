@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from memory import validation as limits
 from memory.models import Engram, OwnerSettings
-from memory.selectors import QUADRANT_NAMES, SORTS, EngramQuery, EpisodeQuery
+from memory.selectors import QUADRANT_NAMES, RELEVANCE, SORTS, EngramQuery, EpisodeQuery
 from memory.validation import SCOPE_RE
 
 SCOPE_PATTERN = re.compile(r"^(\*|global|(project|agent|command|space):[\w.\-/*]+)$")
@@ -64,7 +64,9 @@ class EngramFilterForm(forms.Form):
     quadrant = forms.ChoiceField(required=False, choices=_blank(QUADRANT_NAMES.items()))
     tag = forms.CharField(required=False, max_length=200)
     sort = forms.ChoiceField(
-        required=False, choices=[(key, spec[3]) for key, spec in SORTS.items()]
+        required=False,
+        choices=[(RELEVANCE, "Best match (with a search)")]
+        + [(key, spec[3]) for key, spec in SORTS.items()],
     )
 
     def clean_scope(self) -> str:
@@ -86,7 +88,7 @@ class EngramFilterForm(forms.Form):
             band=data.get("band") or "",
             quadrant=data.get("quadrant") or "",
             tag=(data.get("tag") or "").strip(),
-            sort=data.get("sort") or "updated",
+            sort=data.get("sort") or (RELEVANCE if data.get("q") else "updated"),
         )
 
 

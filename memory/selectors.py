@@ -11,6 +11,7 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,7 +20,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import BooleanField, Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -36,8 +38,9 @@ from memory.models import (
     LifecycleEvent,
     Observation,
     Outcome,
+    ReviewItem,
 )
-from memory.services.activity import decay_base_for, effective_strengths
+from memory.strength import decay_base_for
 
 PAGE_SIZE = 25
 SEARCH_LIMIT = 100  # recall's maximum: search results are ranked, not keyset-paginated
@@ -98,7 +101,7 @@ class Page[T]:
     has_next_page: bool = False
 
 
-def _cursor_mark(cursor: str | None, kind: str) -> tuple[Any, int] | None:
+def cursor_mark(cursor: str | None, kind: str) -> tuple[Any, int] | None:
     """(sort value, pk) of a keyset cursor, or None when missing or malformed."""
     values = cursor_decode(cursor, 2)
     if values is None:
@@ -108,12 +111,12 @@ def _cursor_mark(cursor: str | None, kind: str) -> tuple[Any, int] | None:
         value = _as_datetime(value)
     elif not isinstance(value, int if kind == "int" else str):
         value = None
-    if value is None or not isinstance(pk, int) or isinstance(pk, bool):
+    if value is None or not isinstance(pk, int) or isinstance(pk, bool) or not 0 < pk < 2**63:
         return None
     return value, pk
 
 
-def _keyset(
+def keyset(
     qs: QuerySet[Any],
     *,
     field_name: str,
@@ -123,7 +126,7 @@ def _keyset(
     limit: int = PAGE_SIZE,
 ) -> tuple[list[Any], str | None]:
     """One page of `qs` ordered by (field, pk) and the cursor of the next page."""
-    mark = _cursor_mark(cursor, kind)
+    mark = cursor_mark(cursor, kind)
     if mark is not None:
         value, pk = mark
         op = "lt" if descending else "gt"
@@ -291,17 +294,33 @@ class EngramRow:
         return activation.band(self.rs_eff)
 
 
-def _tag_filter(tag: str) -> Q:
-    if connection.features.supports_json_field_contains:
-        return Q(tags__contains=[tag])
-    # SQLite stores the list as JSON text: match the quoted element.
-    return Q(tags__icontains=json.dumps(tag))
+def tag_filter(qs: QuerySet[Engram], tag: str) -> QuerySet[Engram]:
+    """Engrams carrying exactly this tag, on both databases."""
+    if connection.vendor == "postgresql":
+        return qs.filter(tags__contains=[tag])
+    has_tag = RawSQL(
+        'EXISTS (SELECT 1 FROM json_each("memory_engram"."tags") WHERE value = %s)',
+        (tag,),
+        output_field=BooleanField(),
+    )
+    return qs.annotate(has_tag=has_tag).filter(has_tag=True)
 
 
-def _engram_filters(owner: Any, query: EngramQuery) -> QuerySet[Engram]:
-    qs = Engram.objects.for_owner(owner).defer("embedding", "search_text", "extra")
+def engrams_filtered(
+    owner: Any, query: EngramQuery, *, base: QuerySet[Engram] | None = None
+) -> QuerySet[Engram]:
+    """The engrams a list shows for these filters; each filter means one thing everywhere.
+
+    No status: every status but retired (retired ones only with status=retired). `base`
+    narrows further (a token's visible scopes). The text query `q` every word must appear in the engram's indexed text (statement, rationale, tags,
+    domain, entities, contraindications), separators read as spaces, case ignored.
+    """
+    qs = base if base is not None else Engram.objects.for_owner(owner)
+    qs = qs.defer("embedding", "search_text", "extra")
     if query.status:
         qs = qs.filter(status=query.status)
+    else:
+        qs = qs.exclude(status=Engram.Status.RETIRED)
     if query.type:
         qs = qs.filter(type=query.type)
     if query.scope:
@@ -309,11 +328,23 @@ def _engram_filters(owner: Any, query: EngramQuery) -> QuerySet[Engram]:
     if query.band:
         qs = qs.filter(band=query.band)
     if query.tag:
-        qs = qs.filter(_tag_filter(query.tag))
+        qs = tag_filter(qs, query.tag)
+    for word in query_words(query.q):
+        qs = qs.filter(search_text__icontains=word)
     return qs
 
 
-def _keyset_within(
+_SEPARATORS = re.compile(r"[._:/\-]+")
+MAX_QUERY_WORDS = 8
+RELEVANCE = "relevance"  # the sort that ranks a text query's matches by recall
+
+
+def query_words(q: str) -> list[str]:
+    """The words of a text filter, split as the indexed text is (search_text_of)."""
+    return _SEPARATORS.sub(" ", q).split()[:MAX_QUERY_WORDS]
+
+
+def keyset_within(
     qs: QuerySet[Engram],
     allowed: set[int],
     *,
@@ -331,79 +362,13 @@ def _keyset_within(
     pairs = [(v, pk) for v, pk in qs.values_list(field_name, "pk").order_by() if pk in allowed]
     pairs.sort(reverse=descending)
     total = len(pairs)
-    mark = _cursor_mark(cursor, kind)
+    mark = cursor_mark(cursor, kind)
     if mark is not None:
         pairs = [p for p in pairs if (p < mark if descending else p > mark)]
     chosen = pairs[: limit + 1]
     next_cursor = cursor_encode(list(chosen[limit - 1])) if len(chosen) > limit else None
     by_pk = qs.in_bulk([pk for _, pk in chosen[:limit]])
     return [by_pk[pk] for _, pk in chosen[:limit] if pk in by_pk], next_cursor, total
-
-
-def engram_page(
-    *, owner: Any, query: EngramQuery, cursor: str | None = None, page: int = 1
-) -> Page[EngramRow]:
-    """Engrams matching the filters; a text query ranks them with read-only recall."""
-    qs = _engram_filters(owner, query)
-    now = timezone.now()
-    if query.q:
-        return _search_page(owner=owner, query=query, qs=qs, page=page, now=now)
-    field_name, descending, kind, _ = SORTS.get(query.sort, SORTS["updated"])
-    if query.quadrant:
-        rows, next_cursor, total = _keyset_within(
-            qs,
-            set(classified(owner).pks_in(query.quadrant)),
-            field_name=field_name,
-            descending=descending,
-            cursor=cursor,
-            kind=kind,
-        )
-    else:
-        total = qs.count()
-        rows, next_cursor = _keyset(
-            qs, field_name=field_name, descending=descending, cursor=cursor, kind=kind
-        )
-    strengths = effective_strengths(rows, now=now) if rows else {}
-    return Page(
-        rows=[EngramRow(e, strengths[e.pk]) for e in rows],
-        next_cursor=next_cursor,
-        total=total,
-    )
-
-
-def _search_page(
-    *, owner: Any, query: EngramQuery, qs: QuerySet[Engram], page: int, now: datetime
-) -> Page[EngramRow]:
-    from memory.services.retrieval import RECALL_STATUSES, recall
-
-    statuses = [query.status] if query.status else list(RECALL_STATUSES)
-    page = max(1, min(page, SEARCH_LIMIT // PAGE_SIZE))
-    start = (page - 1) * PAGE_SIZE
-    narrowed = bool(query.type or query.band or query.tag or query.quadrant)
-    # Recall's pools grow with the limit (3x lexical, 2x dense), so ask for this page and one
-    # more row; filters recall cannot apply itself are applied to the largest pool instead.
-    limit = SEARCH_LIMIT if narrowed else min(SEARCH_LIMIT, start + PAGE_SIZE + 1)
-    hits = recall(
-        owner=owner,
-        query=query.q,
-        scopes=[query.scope] if query.scope else None,
-        limit=limit,
-        statuses=statuses,
-        now=now,
-    )
-    if narrowed and hits:
-        keep = set(qs.filter(pk__in=[h.engram.pk for h in hits]).values_list("pk", flat=True))
-        if query.quadrant:
-            keep &= set(classified(owner).pks_in(query.quadrant))
-        hits = [h for h in hits if h.engram.pk in keep]
-    chosen = hits[start : start + PAGE_SIZE]
-    has_next = len(hits) > start + PAGE_SIZE
-    return Page(
-        rows=[EngramRow(h.engram, h.rs_eff, h.score) for h in chosen],
-        total=None if has_next and not narrowed else len(hits),
-        page=page,
-        has_next_page=has_next,
-    )
 
 
 def engram_scopes(owner: Any, limit: int = 200) -> list[str]:
@@ -467,7 +432,7 @@ def events_page(
         qs = qs.filter(engram=engram)
     if event:
         qs = qs.filter(event=event)
-    rows, next_cursor = _keyset(
+    rows, next_cursor = keyset(
         qs, field_name="created_at", descending=True, cursor=cursor, kind="datetime"
     )
     return Page(rows=rows, next_cursor=next_cursor)
@@ -591,7 +556,7 @@ def _sessions(owner: Any) -> QuerySet[AgentSession]:
 
 
 def session_page(owner: Any, *, cursor: str | None = None) -> Page[AgentSession]:
-    rows, next_cursor = _keyset(
+    rows, next_cursor = keyset(
         _sessions(owner), field_name="started_at", descending=True, cursor=cursor, kind="datetime"
     )
     return Page(rows=rows, next_cursor=next_cursor)
@@ -617,7 +582,7 @@ class EpisodeQuery:
 
 
 def episode_page(qs: QuerySet[Episode], *, cursor: str | None = None) -> Page[Episode]:
-    rows, next_cursor = _keyset(
+    rows, next_cursor = keyset(
         qs.select_related("session"),
         field_name="timestamp",
         descending=True,
@@ -635,6 +600,32 @@ def episode_facets(owner: Any, limit: int = 50) -> tuple[list[str], list[str]]:
     return sorted(agents), sorted(channels)
 
 
+def store_status(*, owner: Any, now: datetime | None = None) -> dict[str, Any]:
+    """Counts by status and band, open review items, sessions today."""
+    now = now or timezone.now()
+    engrams = Engram.objects.for_owner(owner)
+    by_status = dict(engrams.values("status").annotate(n=Count("id")).values_list("status", "n"))
+    by_band = dict(
+        engrams.exclude(status=Engram.Status.RETIRED)
+        .values("band")
+        .annotate(n=Count("id"))
+        .values_list("band", "n")
+    )
+    open_review = ReviewItem.objects.filter(
+        owner=owner, state__in=[ReviewItem.State.PENDING, ReviewItem.State.DEFERRED]
+    ).count()
+    start_of_day = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
+    return {
+        "engrams": sum(by_status.values()),
+        "by_status": {s: by_status.get(s, 0) for s in Engram.Status.values},
+        "by_band": {b: by_band.get(b, 0) for b in activation.BANDS},
+        "review_open": open_review,
+        "sessions_today": AgentSession.objects.filter(
+            owner=owner, started_at__gte=start_of_day
+        ).count(),
+    }
+
+
 @dataclass
 class Overview:
     status: dict[str, Any]
@@ -647,8 +638,6 @@ class Overview:
 
 def overview(owner: Any, *, now: datetime | None = None) -> Overview:
     """Counts by status and band, quadrant summary, recent events, today's sessions."""
-    from memory.services.lifecycle import store_status
-
     now = now or timezone.now()
     status = store_status(owner=owner, now=now)
     groups = classified(owner)

@@ -35,10 +35,10 @@ from memory.forms import (
 from memory.health import Check, run_checks
 from memory.maths import activation
 from memory.models import AgentSession, ApiToken, Engram, OwnerSettings, ReviewItem
-from memory.services import embeddings, llm, review
+from memory.services import embeddings, listing, llm, review
 from memory.services import engrams as engram_services
-from memory.services.activity import effective_strength
 from memory.services.episodes import episode_timeline
+from memory.strength import effective_strength
 
 # url name -> the navigation entry it belongs to
 SECTIONS = {
@@ -187,7 +187,7 @@ def engram_list(request: HtmxHttpRequest) -> HttpResponse:
         page_number = max(1, min(int(request.GET.get("page", "1")), 100))
     except ValueError:
         page_number = 1
-    page = selectors.engram_page(
+    page = listing.engram_list(
         owner=request.user, query=query, cursor=request.GET.get("cursor"), page=page_number
     )
     template = "memory/engram_list.html"

@@ -21,7 +21,7 @@ from exchange.services.identity import identity_get, identity_private_key
 from memory import scanner
 from memory.errors import InvalidInput
 from memory.models import Engram
-from memory.services.activity import effective_strengths
+from memory.strength import effective_strengths
 
 DEFAULT_LICENSE = "CC0-1.0"
 DEFAULT_DOMAIN = "general"

@@ -14,9 +14,8 @@ from datetime import datetime
 from http import HTTPStatus
 from typing import Any, Literal, get_args
 
-from django.db import connection, transaction
-from django.db.models import BooleanField, Q
-from django.db.models.expressions import RawSQL
+from django.db import transaction
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Schema, Status
 
@@ -74,17 +73,16 @@ from memory.errors import DomainError, envelope, envelope_of
 from memory.integrations.claude_code import hook_handle
 from memory.interop import FORMATS as IMPORT_FORMATS
 from memory.interop import detect_format
-from memory.models import AgentSession, ApiToken, Engram, Episode
+from memory.models import AgentSession, ApiToken, Episode
 from memory.search.legs import STOP_WORDS
 from memory.services import engrams as engram_services
 from memory.services import episodes as episode_services
 from memory.services import interop as interop_services
-from memory.services import lifecycle, retrieval, sessions
-from memory.services.activity import effective_strength
+from memory.services import listing, retrieval, sessions
+from memory.strength import effective_strength
 
 router = Router(auth=TokenAuth(), tags=["memory"])
 
-_SEPARATORS = re.compile(r"[._:/\-]+")
 _WORD = re.compile(r"\w{3,}")
 # Fields an explicit null may clear; for the others null means "leave as it is".
 _NULLABLE = {"polarity", "valid_from", "valid_until"}
@@ -212,68 +210,42 @@ def _failure(exc: DomainError | ApiError) -> tuple[int, dict[str, Any]]:
     return exc.status_code, envelope(exc.code, str(exc), exc.details)
 
 
-def _filtered(token: ApiToken, f: EngramFilters) -> Any:
-    qs = engrams_visible(token)
-    qs = qs.filter(status=f.status) if f.status else qs.live()
-    if f.scope:
-        qs = qs.filter(scope=f.scope)
-    if f.type:
-        qs = qs.filter(type=f.type)
-    if f.band:
-        qs = qs.filter(band=f.band)
-    if f.tag:
-        if connection.vendor == "postgresql":
-            qs = qs.filter(tags__contains=[f.tag])
-        else:
-            has_tag = RawSQL(
-                'EXISTS (SELECT 1 FROM json_each("memory_engram"."tags") WHERE value = %s)',
-                (f.tag,),
-                output_field=BooleanField(),
-            )
-            qs = qs.annotate(has_tag=has_tag).filter(has_tag=True)
-    if f.q:
-        # search_text has separators as spaces, so the words are split the same way.
-        for word in _SEPARATORS.sub(" ", f.q).split()[:8]:
-            qs = qs.filter(search_text__icontains=word)
-    return qs
-
-
-def _quadrant_pks(token: ApiToken, quadrant: str) -> set[int]:
-    """Pks in a quadrant, classified as the dashboard does (the owner-wide median)."""
-    return set(selectors.classified(token.owner).pks_in(quadrant))
-
-
 @router.get(
     "/engrams",
     response={200: EngramPage, **errors(422)},
     summary="List engrams, newest change first",
     description=(
         "Filters combine with AND. Retired engrams are listed only with `status=retired`. "
-        "Pages are keyset-paginated: pass `next_cursor` back as `cursor`."
+        "Pages are keyset-paginated: pass `next_cursor` back as `cursor`. With `q`, the "
+        "filtered engrams are ranked by relevance (hybrid recall, nothing recorded), best "
+        "first, up to 100 in all."
     ),
     tags=["engrams"],
 )
 def engram_list(request: HttpRequest, filters: Query[EngramFilters]) -> dict[str, Any]:
     token = token_of(request)
-    qs = _filtered(token, filters)
-    if filters.cursor:
-        when, pk = _cursor_decode(filters.cursor)
-        qs = qs.filter(Q(updated_at__lt=when) | Q(updated_at=when, pk__lt=pk))
-    qs = qs.order_by("-updated_at", "-pk")
-    limit = filters.limit
-    if filters.quadrant:
-        # The quadrant needs the owner-wide median, so the page is cut in Python.
-        wanted = _quadrant_pks(token, filters.quadrant)
-        keys = [row for row in qs.values_list("pk", "updated_at") if row[0] in wanted]
-        page_keys = keys[: limit + 1]
-        rows = Engram.objects.in_bulk([pk for pk, _ in page_keys[:limit]])
-        page = [rows[pk] for pk, _ in page_keys[:limit] if pk in rows]
-        more = len(page_keys) > limit
-    else:
-        fetched = list(qs.defer("embedding")[: limit + 1])
-        page, more = fetched[:limit], len(fetched) > limit
-    next_cursor = _cursor_encode(page[-1].updated_at, page[-1].pk) if more and page else None
-    return {"items": engram_dicts(page), "next_cursor": next_cursor}
+    if filters.cursor and selectors.cursor_mark(filters.cursor, "datetime") is None:
+        raise _invalid("cursor", "cursor is not one this API returned")
+    query = selectors.EngramQuery(
+        q=filters.q or "",
+        status=filters.status or "",
+        type=filters.type or "",
+        scope=filters.scope or "",
+        band=filters.band or "",
+        quadrant=filters.quadrant or "",
+        tag=filters.tag or "",
+    )
+    page = listing.engram_list(
+        owner=token.owner,
+        query=query,
+        cursor=filters.cursor,
+        limit=filters.limit,
+        visible=engrams_visible(token),
+    )
+    return {
+        "items": [engram_dict(row.engram, row.rs_eff) for row in page.rows],
+        "next_cursor": page.next_cursor,
+    }
 
 
 @router.get(
@@ -621,7 +593,7 @@ def observation_create(request: HttpRequest, payload: ObservationsIn) -> Status[
 def status(request: HttpRequest) -> dict[str, Any]:
     token = token_of(request)
     return {
-        **lifecycle.store_status(owner=token.owner),
+        **selectors.store_status(owner=token.owner),
         "token": {"name": token.name, "scopes": token.scopes},
     }
 

@@ -224,7 +224,9 @@ class EngramFilters(InSchema):
     band: Band | None = None
     quadrant: Quadrant | None = None
     q: str | None = Field(
-        None, max_length=limits.MAX_QUERY_CHARS, description="Words that must all appear."
+        None,
+        max_length=limits.MAX_QUERY_CHARS,
+        description="Search text: ranks the filtered engrams by relevance (hybrid recall).",
     )
     cursor: str | None = Field(None, max_length=200)
     limit: int = Field(50, ge=1, le=MAX_PAGE)

@@ -15,6 +15,7 @@ from django.db import close_old_connections
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from memory import selectors
 from memory.access import (
     actor_of,
     engram_dict,
@@ -30,8 +31,8 @@ from memory.errors import DomainError
 from memory.models import ApiToken
 from memory.services import engrams as engram_services
 from memory.services import episodes as episode_services
-from memory.services import lifecycle, retrieval, sessions
-from memory.services.activity import effective_strength
+from memory.services import retrieval, sessions
+from memory.strength import effective_strength
 
 SERVER_NAME = "engram"
 INSTRUCTIONS = (
@@ -292,7 +293,7 @@ def build_server(token: ApiToken) -> MCPServer:
     def status() -> dict[str, Any]:
         """Counts by status and band, open review items and sessions today."""
         body = {
-            **lifecycle.store_status(owner=owner),
+            **selectors.store_status(owner=owner),
             "token": {"name": token.name, "scopes": token.scopes},
         }
         return StatusOut(**body).model_dump(mode="json")

@@ -1,17 +1,16 @@
-"""The decay clock: active days per scope, and effective retrieval strength read from it."""
+"""The decay clock's writes: marking a scope active for the day, and re-anchoring an RS.
+
+The reads (active days, RS_eff) are in memory.strength, below the services."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import date, datetime
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
-from memory.maths import activation
-from memory.models import ActivityDay, Engram, OwnerSettings
+from memory.models import ActivityDay, Engram
 from memory.validation import GLOBAL_SCOPE
 
 
@@ -32,62 +31,6 @@ def activities_mark(*, owner: Any, scopes: Iterable[str], when: datetime | None 
         [ActivityDay(owner=owner, scope=s, day=day) for s in sorted(wanted)],
         ignore_conflicts=True,
     )
-
-
-def activity_days(owner: Any, scopes: Iterable[str], since: date) -> dict[str, list[date]]:
-    """Active days after `since` per scope, in one query."""
-    wanted = set(scopes)
-    days: dict[str, list[date]] = defaultdict(list)
-    if not wanted:
-        return days
-    rows = ActivityDay.objects.filter(owner=owner, scope__in=wanted, day__gt=since).values_list(
-        "scope", "day"
-    )
-    for scope, day in rows:
-        days[scope].append(day)
-    return days
-
-
-def decay_base_for(owner: Any) -> float:
-    custom = OwnerSettings.objects.filter(owner=owner).values_list("decay_base", flat=True).first()
-    return float(custom) if custom is not None else float(settings.ENGRAM_DECAY_BASE)
-
-
-def effective_strengths(
-    engrams: Sequence[Engram], *, now: datetime | None = None, decay_base: float | None = None
-) -> dict[int, float]:
-    """RS_eff for each engram (by pk), from its anchor and its scope's active days; 2 queries."""
-    if not engrams:
-        return {}
-    now = now or timezone.now()
-    owner = engrams[0].owner_id
-    base = decay_base if decay_base is not None else decay_base_for(owner)
-    zone = timezone.get_current_timezone()  # once: Django looks it up per call otherwise
-
-    def local(when: datetime) -> datetime:
-        return when.astimezone(zone) if timezone.is_aware(when) else when
-
-    since = min(local(e.rs_anchor_at).date() for e in engrams)
-    days = activity_days(owner, {e.scope for e in engrams}, since)
-    local_now = local(now)
-    result: dict[int, float] = {}
-    for engram in engrams:
-        active = activation.count_active_days(
-            days.get(engram.scope, ()), local(engram.rs_anchor_at), local_now
-        )
-        result[engram.pk] = activation.effective_rs(
-            engram.retrieval_strength,
-            active,
-            engram.emotional_weight,
-            engram.storage_strength,
-            floor=settings.ENGRAM_RS_FLOOR,
-            base=base,
-        )
-    return result
-
-
-def effective_strength(engram: Engram, *, now: datetime | None = None) -> float:
-    return effective_strengths([engram], now=now)[engram.pk]
 
 
 def reanchor(engram: Engram, rs: float, *, now: datetime) -> None:

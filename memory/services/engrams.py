@@ -26,8 +26,9 @@ from memory.models import (
     OwnerSettings,
     ReviewItem,
 )
-from memory.services.activity import activities_mark, activity_mark, effective_strength, reanchor
+from memory.services.activity import activities_mark, activity_mark, reanchor
 from memory.services.events import event_record, events_record
+from memory.strength import effective_strength
 from memory.validation import (
     MAX_STATEMENT_CHARS,
     check_text,

@@ -9,13 +9,12 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Count
 from django.utils import timezone
 
 from memory.maths import activation
-from memory.models import AgentSession, Engram, Event, LifecycleEvent, ReviewItem
-from memory.services.activity import decay_base_for, effective_strengths
+from memory.models import Engram, Event, LifecycleEvent, ReviewItem
 from memory.services.events import events_record
+from memory.strength import decay_base_for, effective_strengths
 
 BATCH = 500
 
@@ -127,29 +126,3 @@ def engrams_compact(
         )
         Engram.objects.filter(pk__in=[e.pk for e in doomed]).delete()
     return len(doomed)
-
-
-def store_status(*, owner: Any, now: datetime | None = None) -> dict[str, Any]:
-    """Counts by status and band, open review items, sessions today."""
-    now = now or timezone.now()
-    engrams = Engram.objects.for_owner(owner)
-    by_status = dict(engrams.values("status").annotate(n=Count("id")).values_list("status", "n"))
-    by_band = dict(
-        engrams.exclude(status=Engram.Status.RETIRED)
-        .values("band")
-        .annotate(n=Count("id"))
-        .values_list("band", "n")
-    )
-    open_review = ReviewItem.objects.filter(
-        owner=owner, state__in=[ReviewItem.State.PENDING, ReviewItem.State.DEFERRED]
-    ).count()
-    start_of_day = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
-    return {
-        "engrams": sum(by_status.values()),
-        "by_status": {s: by_status.get(s, 0) for s in Engram.Status.values},
-        "by_band": {b: by_band.get(b, 0) for b in activation.BANDS},
-        "review_open": open_review,
-        "sessions_today": AgentSession.objects.filter(
-            owner=owner, started_at__gte=start_of_day
-        ).count(),
-    }

@@ -27,7 +27,7 @@ from memory.models import (
     scope_allowed,
 )
 from memory.search import legs as search
-from memory.services.activity import effective_strengths
+from memory.strength import effective_strengths
 from memory.validation import GLOBAL_SCOPE
 
 MODES: tuple[str, ...] = ("hybrid", "lexical", "dense")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from memory import selectors
 from memory.errors import DomainError
 from memory.models import (
     ActivityDay,
@@ -22,7 +23,8 @@ from memory.models import (
     ReviewItem,
 )
 from memory.services import engrams, episodes, lifecycle, sessions
-from memory.services.activity import activity_mark, effective_strength
+from memory.services.activity import activity_mark
+from memory.strength import effective_strength
 from memory.tasks import attribute_session, refresh_bands
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
@@ -656,7 +658,7 @@ def test_compact_purges_only_old_retired_engrams_with_events(owner: Any) -> None
 def test_store_status_counts(owner: Any) -> None:
     learn(owner, "Candidate one")
     learn(owner, "Active one", source="user")
-    status = lifecycle.store_status(owner=owner)
+    status = selectors.store_status(owner=owner)
     assert status["by_status"]["candidate"] == 1
     assert status["by_status"]["active"] == 1
     assert status["review_open"] == 1

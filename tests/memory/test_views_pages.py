@@ -235,12 +235,18 @@ def test_live_search_ranks_with_recall_and_reads_nothing_into_strength(
     logged_in: Client, owner: Any
 ) -> None:
     target = dd.engram(owner, "Run database migrations before the test suite", real=True)
+    other = dd.engram(owner, "Run the migrations check in CI", real=True)
     dd.engram(owner, "Prefer composition over inheritance", real=True)
-    dd.engram(owner, "Use tabs in Makefiles", real=True)
     before = Engram.objects.get(pk=target.pk)
-    body = get(logged_in, "/engrams/?q=migrations+before+tests", htmx=True)
+    body = get(logged_in, "/engrams/?q=migrations+before+test", htmx=True)
     assert "ranked by relevance" in body
-    assert body.index(target.engram_id) < body.index("Prefer composition")
+    # `q` means what it means over REST: every word must appear; recall orders the matches.
+    assert target.engram_id in body
+    assert other.engram_id not in body and "Prefer composition" not in body
+    both = get(logged_in, "/engrams/?q=run+migrations", htmx=True)
+    assert target.engram_id in both and other.engram_id in both
+    by_id = get(logged_in, "/engrams/?q=run+migrations&sort=id", htmx=True)
+    assert "ranked by relevance" not in by_id and other.engram_id in by_id
     after = Engram.objects.get(pk=target.pk)
     assert (after.frequency, after.rs_anchor_at, after.last_accessed) == (
         before.frequency,
