@@ -30,6 +30,7 @@ PURE_MODULES = [
     "memory.maths.attribution",
     "memory.maths.coaccess",
     "memory.maths.effectiveness",
+    "memory.maths.learning",
     "memory.maths.ranking",
     "memory.maths.textnorm",
     "memory.scanner",

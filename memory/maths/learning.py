@@ -1,0 +1,846 @@
+"""Session learning: the prompt classifier, the heuristic lesson extractor, transcript parsing
+and error → fix pairing.
+
+Pure Python (no Django). The classifier runs on the UserPromptSubmit request path, so it is
+regular expressions over the prompt's prose only: no embedding, no I/O, well under 1 ms for a
+prompt of a few kilobytes. It looks for explicit instructions ("always/never/don't/from now
+on/remember/make sure/I prefer/we use X, not Y", a rule stated for "all"/"every" case) and
+corrections of the previous action ("no, use …", "that's wrong …", "not X but Y"), sentence by
+sentence, so a rule inside a long prompt is found and a question, a task request or pasted
+code or log output is not.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# Kinds of signal, and the tiers of a draft (DESIGN "Session learning").
+INSTRUCTION = "instruction"
+PREFERENCE = "preference"
+CORRECTION = "correction"
+TIER_EXPLICIT = "A"
+TIER_CORRECTION = "B"
+TIER_INFERRED = "C"
+
+MAX_DRAFTS_PER_PROMPT = 3
+MAX_DRAFTS_PER_SESSION = 20
+# Only the first part of a very long prompt is classified (pasted material sits at the end).
+MAX_CLASSIFIED_CHARS = 20_000
+MIN_CLAUSE_WORDS = 3
+MAX_CLAUSE_CHARS = 300
+MAX_QUOTE_CHARS = 500
+
+# --- prose, code and logs -------------------------------------------------------------------
+
+_FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
+_INLINE_CODE = re.compile(r"`[^`\n]{0,200}`")
+_LOG_LINE = re.compile(
+    r"""^\s*(?:
+        \d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}          # timestamps
+      | \[?(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|FATAL|CRITICAL)\b
+      | Traceback\b | File\ " | at\ [\w$.<>]+\( | \$\ | >>>\ | \.\.\.\ | [#>]\ ?\w+@
+      | npm\ (?:ERR|WARN) | error(?:\[\w+\])?: | warning: | E\s+ | \d+\s*\|
+      | [-+]{3}\ | @@\ | diff\ --git
+    )""",
+    re.X | re.I,
+)
+_CODE_CHARS = set("{}()[];=<>$\\|&*#")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z']*")
+
+
+def _is_code_line(line: str) -> bool:
+    stripped = line.strip()
+    if not stripped:
+        return False
+    if line.startswith(("    ", "\t")) or _LOG_LINE.match(line):
+        return True
+    symbols = sum(1 for ch in stripped if ch in _CODE_CHARS)
+    words = len(_WORD.findall(stripped))
+    # Code and stack traces: many symbols per word, or a line ending like a statement.
+    if symbols >= 3 and symbols * 3 > words:
+        return True
+    return stripped.endswith(("{", "};", ");", "*/")) or stripped.startswith(("//", "/*", "#!"))
+
+
+# Typographic apostrophes and dashes read as their ASCII forms.
+_TYPOGRAPHY = str.maketrans({"\u2019": "'", "\u2018": "'", "\u2013": "-", "\u2014": "-"})
+
+
+def prose(text: str) -> str:
+    """The text with fenced blocks, indented or log-like lines and code-dense lines removed."""
+    text = _FENCE.sub("\n", text[:MAX_CLASSIFIED_CHARS].translate(_TYPOGRAPHY))
+    return "\n".join(line for line in text.splitlines() if not _is_code_line(line))
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences (and lines) of the prose of `text`, in order, stripped."""
+    out = []
+    for part in _SENTENCE_END.split(prose(text)):
+        part = part.strip(" \t-*•>")
+        if part:
+            out.append(part)
+    return out
+
+
+# --- the classifier -------------------------------------------------------------------------
+
+_QUESTION_START = re.compile(
+    r"^(?:how|what|why|where|when|which|who|whose|is|are|was|were|do|does|did|can|could|"
+    r"would|will|should|shall|may|might|has|have|any\s+idea|is\s+there)\b",
+    re.I,
+)
+_POLITE_REQUEST = re.compile(r"^(?:can|could|would|will)\s+you\s+(?:please\s+)?", re.I)
+_STRONG = re.compile(
+    r"\b(?:always|never|from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future|"
+    r"from\s+here\s+on|every\s+time|whenever)\b",
+    re.I,
+)
+# (pattern, kind): each marks a sentence that states a standing rule or preference.
+_RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.I), kind)
+    for p, kind in (
+        (r"\b(?:always|never)\b", INSTRUCTION),
+        (r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?future)\b",
+         INSTRUCTION),
+        (r"^(?:please\s+)?(?:do\s+not|don'?t)\s+(?!worry|hesitate|forget\s+that\b|mind|"
+         r"panic|bother|know|think|get\s+me)\w+", INSTRUCTION),
+        (r"\b(?:we|i)\s+(?:do\s+not|don'?t|never)\s+(?:use|want|allow|like|do|write|"
+         r"commit|put|add|need|rely|mix)\b", INSTRUCTION),
+        (r"\b(?:remember|keep\s+in\s+mind|note)\s+(?:to|that|this)\b", INSTRUCTION),
+        (r"^(?:please\s+)?remember\b", INSTRUCTION),
+        (r"\b(?:make\s+sure|be\s+sure|ensure)\s+(?:to|that\s+(?:you|we)|you|we|all|every|"
+         r"each)\b", INSTRUCTION),
+        (r"\b(?:i|we)\s*(?:'d|would)?\s+(?:really\s+)?(?:prefer|like\s+you\s+to|want\s+you\s+to|"
+         r"need\s+you\s+to|expect\s+you\s+to|insist\s+on|recommend)\b", PREFERENCE),
+        (r"\bprefer(?:s|red)?\s+\S+(?:\s+\S+){0,5}\s+(?:over|to|instead\s+of|rather\s+than)\b",
+         PREFERENCE),
+        (r"\bi\s+(?:like|love|hate|dislike|prefer)\s+(?:it\s+when\s+)?\w+", PREFERENCE),
+        (r"\b(?:we|our\s+team|the\s+team|this\s+(?:repo|project|codebase|team))\s+"
+         r"(?:always\s+|usually\s+|only\s+)?(?:use|uses|follow|follows|stick\s+to|standardi[sz]e\s+on|"
+         r"name|write|prefix|suffix|start|end)\b", INSTRUCTION),
+        (r"\b(?:in|for)\s+this\s+(?:repo|repository|project|codebase|team|company)\b",
+         INSTRUCTION),
+        (r"\b(?:convention|guideline|coding\s+standard|house\s+style|standard\s+practice|"
+         r"our\s+practice|best\s+practice\s+here|rule\s+of\s+thumb|policy)\b", INSTRUCTION),
+        (r"\binstead\s+of\b|\brather\s+than\b", INSTRUCTION),
+        (r"\b(?:avoid|stop)\s+(?!by\b)\w+", INSTRUCTION),
+        (r"\b(?:you|we)\s+(?:must|should|shall|have\s+to|need\s+to|are\s+to)\s+(?:always\s+|never\s+|"
+         r"not\s+)?\w+", INSTRUCTION),
+        (r"\bmust\s+(?:always\s+|never\s+|not\s+)?(?:be|use|have|include|start|end|follow)\b",
+         INSTRUCTION),
+        (r"\bis\s+(?:mandatory|required|a\s+must|forbidden|not\s+allowed|banned)\b", INSTRUCTION),
+    )
+)  # fmt: skip
+# A correction of the previous action: a leading "no / actually / wait" before a rule or an
+# imperative (first sentence only), or an explicit "that's wrong", "not X but Y", "I said …".
+_CORRECTION_LEAD = re.compile(
+    r"^(?:no|nope|wrong|not\s+quite|actually|wait|stop|hmm,?\s+no)\b(?!\s+(?:worries|problem|"
+    r"thanks|need|idea|rush|doubt))[,.!:;-]*\s*",
+    re.I,
+)
+_CORRECTION_ANY = re.compile(
+    r"\bthat(?:'s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|correct|what)|incorrect)\b"
+    r"|\bnot\s+\S+(?:\s+\S+){0,4}?,?\s+but\s+(?:use|with|\S+)"
+    r"|\b(?:you|it)\s+should(?:n'?t|\s+not)?\s+have\b"
+    r"|\bi\s+(?:said|told\s+you|asked\s+(?:you\s+)?(?:to|for|not))\b",
+    re.I,
+)
+# A rule is stated in general: for all, every, each of something; an imperative with one of
+# these is a standing instruction ("Add this decorator to all your methods").
+_GENERAL = re.compile(
+    r"\b(?:all|every|each|any|whenever|consistently|throughout|everywhere|by\s+default)\b", re.I
+)
+_IMPERATIVE = re.compile(
+    r"^(?:please\s+|also,?\s+|and\s+|so\s+|now,?\s+|then,?\s+)?(?:use|add|include|start|end|"
+    r"name|prefix|suffix|put|write|keep|call|run|prefer|avoid|stick|follow|make|let|wrap|"
+    r"annotate|document|format|import|sort|type|mark|place|store|append|begin|finish|"
+    r"terminate|decorate|apply|set|give|do|not|stop|ensure|remember|try|limit|return|"
+    r"validate|handle|log|check|test|commit|push|install|declare|define|label|leave)\b",
+    re.I,
+)
+# Casual phrasings that look like rules but are not about the work.
+_CHATTER = re.compile(
+    r"\b(?:feel\s+free|let\s+me\s+know|reach\s+out|don'?t\s+hesitate|any\s+questions|thank(?:s|\s+you)|"
+    r"nice\s+to\s+meet|glad|happy\s+to\s+help|have\s+a\s+(?:good|great|nice)|good\s+luck|"
+    r"see\s+you|welcome|take\s+care|appreciate|my\s+door|catch\s+up|talk\s+(?:soon|later))\b",
+    re.I,
+)
+# Tasks for now, not rules: "fix/implement/refactor/explain …" without a rule marker.
+_TASK_START = re.compile(
+    r"^(?:please\s+)?(?:fix|implement|refactor|explain|debug|investigate|look\s+at|check\s+out|"
+    r"write\s+(?:a|an|the|me)|create|build|generate|show\s+me|tell\s+me|help\s+me|review|"
+    r"summari[sz]e|find|open|read|run\s+the|deploy|update\s+the|rename\s+the|delete\s+the|"
+    r"can\s+you|could\s+you)\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One sentence of a prompt that states a rule: its text, kind, and position."""
+
+    text: str
+    kind: str
+    index: int
+
+
+@dataclass(frozen=True)
+class Classification:
+    """The classifier's verdict on one prompt: the rule-stating sentences found (maybe none)."""
+
+    clauses: tuple[Clause, ...] = ()
+
+    @property
+    def is_signal(self) -> bool:
+        return bool(self.clauses)
+
+    @property
+    def kind(self) -> str:
+        if not self.clauses:
+            return ""
+        kinds = {c.kind for c in self.clauses}
+        for kind in (CORRECTION, INSTRUCTION, PREFERENCE):
+            if kind in kinds:
+                return kind
+        return self.clauses[0].kind
+
+
+_EMBEDDED_QUESTION = re.compile(
+    r"[,;:-]\s*(?:so\s+|and\s+|but\s+)?(?:how|what|why|where|which|can|could|would|should|"
+    r"is\s+there|do|does|any\s+idea)\b[^,;]*\?$",
+    re.I,
+)
+_BACK_REFERENCE = re.compile(r"^(?:this|that|it|these|those|which)\b(?!\s+(?:way|one)\b)", re.I)
+
+
+def _is_question(sentence: str) -> bool:
+    s = sentence.strip()
+    if s.endswith("?"):
+        # "Could you always use pnpm from now on?" is a request phrased as a question.
+        return not (_POLITE_REQUEST.match(s) and _STRONG.search(s))
+    return bool(_QUESTION_START.match(s)) and not _POLITE_REQUEST.match(s) and "?" in s
+
+
+def _masked(sentence: str) -> str:
+    """Inline code replaced by a placeholder, so a marker inside `…` does not count."""
+    return _INLINE_CODE.sub("CODE", sentence)
+
+
+def statement_part(sentence: str) -> str:
+    """The sentence without a question tacked onto its end ("I prefer X, how can I …?" → "I
+    prefer X"); "" when the whole sentence is a question."""
+    s = sentence.strip()
+    if not s.endswith("?"):
+        return s
+    match = _EMBEDDED_QUESTION.search(s)
+    if match and match.start() > 0:
+        return s[: match.start()].strip()
+    return "" if _is_question(s) else s
+
+
+def classify_sentence(sentence: str, *, first: bool = False) -> str:
+    """The kind of rule one sentence states ("" when none): instruction, preference, correction."""
+    sentence = statement_part(sentence)
+    if len(_WORD.findall(sentence)) < MIN_CLAUSE_WORDS:
+        return ""
+    text = _masked(sentence)
+    if (
+        _BACK_REFERENCE.match(text)
+        and not _STRONG.search(text)
+        and not _CORRECTION_ANY.search(text)
+    ):
+        return ""  # "This is a convention we follow": the reason for the rule before it
+    if _CHATTER.search(text) and not _STRONG.search(text):
+        return ""
+    lead = _CORRECTION_LEAD.match(text) if first else None
+    if lead:
+        rest = text[lead.end() :]
+        if _IMPERATIVE.match(rest) or any(p.search(rest) for p, _ in _RULE_PATTERNS):
+            return CORRECTION
+    if _CORRECTION_ANY.search(text):
+        return CORRECTION
+    for pattern, kind in _RULE_PATTERNS:
+        if pattern.search(text):
+            if _TASK_START.match(text) and not _STRONG.search(text) and kind != PREFERENCE:
+                # "Fix the bug in this repo", "Can you make sure the tests pass": a task.
+                continue
+            return kind
+    if _IMPERATIVE.match(text) and _GENERAL.search(text) and not _TASK_START.match(text):
+        return INSTRUCTION
+    return ""
+
+
+def classify(prompt: str) -> Classification:
+    """Find the sentences of a prompt that state an instruction, a preference or a correction.
+
+    Questions, task requests and pasted code or logs yield nothing. The first sentence may be a
+    correction of the previous action ("No, use pnpm"); later ones count as corrections only
+    with an explicit "that's wrong" / "not X but Y".
+    """
+    if not isinstance(prompt, str) or not prompt.strip():
+        return Classification()
+    found: list[Clause] = []
+    for index, sentence in enumerate(sentences(prompt)):
+        kind = classify_sentence(sentence, first=index == 0)
+        if kind:
+            found.append(Clause(statement_part(sentence), kind, index))
+    return Classification(tuple(found))
+
+
+# --- the heuristic extractor ----------------------------------------------------------------
+
+_LEAD_INS = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|and|also|oh|well|now|then|but|plus|hey|right|alright|great|"
+    r"first(?:ly)?|second(?:ly)?|third(?:ly)?|finally|lastly|additionally|moreover|furthermore|"
+    r"one\s+more\s+thing|another\s+thing|on\s+(?:a|another)\s+note|by\s+the\s+way|btw|"
+    r"as\s+(?:a|for)\s+\w+|in\s+addition|moving\s+on|next|importantly|to\s+be\s+clear|"
+    r"no|nope|actually|wait|hmm|sorry|yes|yeah|please|just|[A-Z][a-z]+(?=,))"
+    r"[\s,:;.!-]+)+",
+    re.I,
+)
+_PREAMBLES = re.compile(
+    r"^(?:(?:i\s+(?:would|'d)\s+like\s+(?:you|us)\s+to|i\s+want\s+(?:you|us)\s+to|"
+    r"i\s+need\s+you\s+to|i\s+expect\s+you\s+to|i(?:'d)?\s+(?:really\s+)?(?:like|want)\s+to\s+"
+    r"(?:remind|tell|ask)\s+you\s+(?:to|that)|make\s+sure\s+(?:to|that|you)|be\s+sure\s+to|"
+    r"ensure\s+that|remember\s+(?:to|that)|keep\s+in\s+mind\s+(?:to|that)|please\s+note\s+that|"
+    r"note\s+that|from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?future|"
+    r"that(?:'s|\s+is|\s+was)\s+(?:wrong|not\s+right|incorrect)|"
+    r"one\s+(?:of\s+the\s+things|thing)\s+i\s+(?:insist\s+on|want\s+you\s+to\s+\w+)\s+is|"
+    r"it(?:'s|\s+is)\s+(?:important|essential|crucial|vital)\s+(?:that\s+(?:you|we)|to)|"
+    r"(?:can|could|would|will)\s+you\s+(?:please\s+)?)"
+    r"[\s,:;.!-]*)+",
+    re.I,
+)
+_TRAILING_REASON = re.compile(
+    r"(?:,\s*|\s+[-]+\s+|\s+)(?:because|since|as\s+(?:it|this|that|they)|so\s+that|which\s+"
+    r"(?:helps|makes|will|is)|this\s+(?:helps|will|makes|is))\b.*$",
+    re.I,
+)
+_TRAILING_CHATTER = re.compile(
+    r"(?:,\s*|\s+)(?:ok(?:ay)?|thanks|thank\s+you|please|remember\s+that|got\s+it|alright|"
+    r"right)\s*[.!?]*$",
+    re.I,
+)
+_ANTI = (
+    re.compile(r"\binstead\s+of\s+(.+?)(?:[,;.]|$)", re.I),
+    re.compile(r"\brather\s+than\s+(.+?)(?:[,;.]|$)", re.I),
+    re.compile(r"\bprefer\w*\s+.+?\s+(?:over|to)\s+(.+?)(?:[,;.]|$)", re.I),
+    re.compile(r"\bnot\s+(.+?)\s*,?\s+but\b", re.I),
+    re.compile(r"[,;]\s*(?:and\s+)?not\s+(.+?)(?:[,;.]|$)", re.I),
+    re.compile(r"\S\s+not\s+([\w.@/'\"`-]+)\s*[.!]?$", re.I),
+    re.compile(r"\b(?:never|do\s+not|don'?t|avoid|stop|no\s+more)\s+(.+?)(?:[,;.]|$)", re.I),
+)
+_NEGATIVE_START = re.compile(
+    r"^(?:never|do\s+not|don'?t|avoid|stop|no\s+more|not\b|(?:we|i)\s+(?:do\s+not|don'?t|"
+    r"never))",
+    re.I,
+)
+_POSITIVE_AFTER_NEGATIVE = re.compile(
+    r"\b(?:instead\s+of|rather\s+than|but\s+(?:use|do|prefer)|over)\b", re.I
+)
+_TYPE_WORDS = (
+    ("terminological", re.compile(r"\b(?:call(?:ed)?|means?|term|name\s+for|refer\s+to)\b", re.I)),
+    (
+        "procedural",
+        re.compile(r"\b(?:before|after|then|first|step|run|when\s+\w+ing|workflow)\b", re.I),
+    ),
+    (
+        "architectural",
+        re.compile(
+            r"\b(?:architecture|module|layer|service|database|schema|api|dependency|"
+            r"dependencies|package|framework|library|design)\b",
+            re.I,
+        ),
+    ),
+)
+_STOP_TAGS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "to",
+        "of",
+        "in",
+        "on",
+        "for",
+        "with",
+        "from",
+        "by",
+        "at",
+        "as",
+        "is",
+        "are",
+        "be",
+        "it",
+        "this",
+        "that",
+        "these",
+        "those",
+        "always",
+        "never",
+        "dont",
+        "don't",
+        "do",
+        "not",
+        "use",
+        "using",
+        "your",
+        "our",
+        "we",
+        "you",
+        "i",
+        "my",
+        "all",
+        "every",
+        "each",
+        "any",
+        "should",
+        "must",
+        "make",
+        "sure",
+        "please",
+        "when",
+        "whenever",
+        "instead",
+        "rather",
+        "than",
+        "prefer",
+        "over",
+        "them",
+        "their",
+        "its",
+        "into",
+        "start",
+        "end",
+        "name",
+        "names",
+        "add",
+    ]
+)
+_QUOTED_VALUE = re.compile(r"'[^'\s]{1,40}'|\"[^\"\n]{1,40}\"|`[^`\n]{1,60}`")
+_TAG_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+#.-]{2,}")
+
+
+@dataclass(frozen=True)
+class LessonDraft:
+    """A lesson ready for the write path: statement, type, polarity, tier and the rest."""
+
+    statement: str
+    polarity: str | None
+    tier: str
+    type: str = "behavioral"
+    anti_pattern: str = ""
+    tags: tuple[str, ...] = ()
+    rationale: str = ""
+    trigger_context: str = ""
+    kind: str = INSTRUCTION
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "statement": self.statement,
+            "type": self.type,
+            "polarity": self.polarity,
+            "tier": self.tier,
+            "anti_pattern": self.anti_pattern,
+            "tags": list(self.tags),
+            "rationale": self.rationale,
+            "trigger_context": self.trigger_context,
+        }
+
+
+def clean_clause(sentence: str) -> str:
+    """The rule in a sentence: lead-ins, preambles, trailing reasons and chatter removed."""
+    text = sentence.translate(_TYPOGRAPHY).strip().strip("\"'\u201c\u201d")
+    for _ in range(3):
+        before = text
+        text = _LEAD_INS.sub("", text).strip()
+        text = _PREAMBLES.sub("", text).strip()
+        if text == before:
+            break
+    text = _TRAILING_REASON.sub("", text).strip()
+    text = _TRAILING_CHATTER.sub("", text).strip()
+    text = text.rstrip(" ,;:-?").strip()
+    if len(text) > MAX_CLAUSE_CHARS:
+        cut = text.rfind(" ", 0, MAX_CLAUSE_CHARS)
+        text = text[: cut if cut > 0 else MAX_CLAUSE_CHARS].rstrip(" ,;:")
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    if text[-1] not in ".!":
+        text += "."
+    return text
+
+
+def polarity_of(statement: str) -> str:
+    """ "dont" for a rule that forbids ("never X", "don't X", "avoid X"), else "do"."""
+    text = _masked(statement)
+    if _NEGATIVE_START.match(text.strip()) and not _POSITIVE_AFTER_NEGATIVE.search(text):
+        return "dont"
+    return "do"
+
+
+def anti_pattern_of(statement: str) -> str:
+    """What the rule warns against: the X of "not X / instead of X / never X", or ""."""
+    for pattern in _ANTI:
+        match = pattern.search(statement)
+        if match:
+            value = match.group(1).strip(" .,;:'\"")
+            if value and len(value) <= MAX_CLAUSE_CHARS:
+                return value
+    return ""
+
+
+def type_of(statement: str) -> str:
+    for name, pattern in _TYPE_WORDS:
+        if pattern.search(statement):
+            return name
+    return "behavioral"
+
+
+def tags_of(statement: str, limit: int = 5) -> tuple[str, ...]:
+    """A few keywords of a statement: quoted or code-like tokens first, then longer words."""
+    values = [v.strip("'\"`") for v in _QUOTED_VALUE.findall(statement)]
+    words = [w for w in _TAG_WORD.findall(statement) if w.casefold() not in _STOP_TAGS]
+    words.sort(key=lambda w: -len(w))
+    out: list[str] = []
+    for item in [*values, *words]:
+        tag = item.casefold().strip(".")[:50]
+        if tag and tag not in out and len(tag) > 1:
+            out.append(tag)
+        if len(out) >= limit:
+            break
+    return tuple(out)
+
+
+_ANAPHOR = re.compile(
+    r"\b(?:this|these|that|those)\s+(?!is\b|was\b|repo|project|codebase|team|company|way\b)\w+"
+    r"|\b(?:it|them)\b",
+    re.I,
+)
+_SUBCLAUSE = re.compile(r"(?:[,;]\s*|\s+)(?:so|but|and\s+so|which\s+is\s+why|hence)\s+|;\s+", re.I)
+
+
+def focus(sentence: str) -> str:
+    """The part of a long sentence that states the rule: "the build is slow, so I prefer X" → "I
+    prefer X". The whole sentence when no single part does."""
+    parts = [p for p in _SUBCLAUSE.split(sentence) if p and p.strip()]
+    if len(parts) < 2:
+        return sentence
+    for part in parts:
+        if classify_sentence(part):
+            return part.strip()
+    return sentence
+
+
+def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDraft]:
+    """Heuristic extraction: each rule-stating clause of `prompt`, cleaned, as a draft (≤ limit).
+
+    Never the whole prompt: only the sentence that states the rule, without its lead-in and its
+    reason. Explicit instructions and preferences are tier A, corrections tier B.
+    """
+    drafts: list[LessonDraft] = []
+    seen: set[str] = set()
+    clauses: list[Clause] = []
+    for clause in classify(prompt).clauses:
+        previous = clauses[-1] if clauses else None
+        if (
+            previous is not None
+            and clause.index == previous.index + 1
+            and _ANAPHOR.search(clause.text)
+            and len(previous.text) + len(clause.text) < MAX_CLAUSE_CHARS
+        ):
+            # "We use the X decorator. Add this decorator to all methods.": one rule.
+            joined = previous.text.rstrip(" .!") + "; " + clean_clause(clause.text)[0].lower()
+            joined += clean_clause(clause.text)[1:]
+            clauses[-1] = Clause(joined, previous.kind, clause.index)
+        else:
+            clauses.append(clause)
+    for clause in clauses:
+        statement = clean_clause(focus(clause.text))
+        if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS:
+            continue
+        key = statement.casefold()
+        if key in seen:
+            continue
+        seen.add(key)
+        tier = TIER_CORRECTION if clause.kind == CORRECTION else TIER_EXPLICIT
+        drafts.append(
+            LessonDraft(
+                statement=statement,
+                polarity=polarity_of(statement),
+                tier=tier,
+                type=type_of(statement),
+                anti_pattern=anti_pattern_of(statement),
+                tags=tags_of(statement),
+                rationale=clause.text[:MAX_QUOTE_CHARS],
+                kind=clause.kind,
+            )
+        )
+        if len(drafts) >= limit:
+            break
+    return drafts
+
+
+# --- updates ----------------------------------------------------------------------------------
+
+_VALUE_TOKEN = re.compile(
+    r"""'[^'\s]{1,40}'|"[^"\n]{1,40}"|`[^`\n]{1,60}`|\S*[\d_@/\\.:=#<>()\[\]{}$%+*|~^&]\S*"""
+)
+UPDATE_COSINE = 0.8
+MIN_SHARED_WORDS = 0.5
+
+
+def values_of(statement: str) -> frozenset[str]:
+    """The quoted spans and code-like tokens of a statement, casefolded, edge punctuation off."""
+    out = set()
+    for raw in _VALUE_TOKEN.findall(statement):
+        value = raw.strip(".,;:!?").strip("'\"`").casefold()
+        if value and any(ch.isalnum() for ch in value):
+            out.add(value)
+    return frozenset(out)
+
+
+def plain_words(statement: str) -> frozenset[str]:
+    words = {w.casefold() for w in _WORD.findall(_VALUE_TOKEN.sub(" ", statement))}
+    return frozenset(w for w in words if w not in _STOP_TAGS and len(w) > 2)
+
+
+def is_update(
+    new: str, old: str, *, cosine: float, new_polarity: str | None, old_polarity: str | None
+) -> bool:
+    """True when `new` restates the rule `old` with another value or the opposite direction.
+
+    DESIGN: cosine ≥ 0.8 with another value or the opposite direction (the same variant key is
+    checked by the caller). The plain words must also overlap by half, so two rules about
+    different things that share a shape ("prefix methods with 'x_'", "prefix classes with
+    'y_'") are not taken for one another.
+    """
+    if cosine < UPDATE_COSINE or new.strip().casefold() == old.strip().casefold():
+        return False
+    a, b = plain_words(new), plain_words(old)
+    if a and b and len(a & b) / min(len(a), len(b)) < MIN_SHARED_WORDS:
+        return False
+    va, vb = values_of(new), values_of(old)
+    other_value = bool(va and vb and va != vb)
+    opposite = {new_polarity, old_polarity} == {"do", "dont"}
+    return other_value or opposite
+
+
+# --- transcripts ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a Claude Code transcript: user / assistant text, tool_use or tool_result."""
+
+    kind: str  # user | assistant | tool_use | tool_result
+    text: str = ""
+    tool: str = ""
+    tool_id: str = ""
+    tool_input: str = ""
+    is_error: bool = False
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text") or ""))
+            elif isinstance(block, str):
+                parts.append(block)
+        return "\n".join(parts)
+    return ""
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def parse_line(line: str | bytes) -> list[Entry]:
+    """The entries of one JSONL line of a Claude Code transcript ([] for anything else)."""
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return []
+    if not isinstance(row, dict):
+        return []
+    kind = row.get("type")
+    message = row.get("message")
+    if kind not in {"user", "assistant"} or not isinstance(message, dict):
+        return []
+    if row.get("isMeta") or row.get("isSidechain"):
+        return []
+    content = message.get("content")
+    entries: list[Entry] = []
+    if kind == "user":
+        if isinstance(content, str):
+            if not content.lstrip().startswith(("<command-", "<local-command", "<system-")):
+                entries.append(Entry("user", text=content))
+            return entries
+        if isinstance(content, list):
+            texts = []
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_result":
+                    entries.append(
+                        Entry(
+                            "tool_result",
+                            text=_content_text(block.get("content"))
+                            or _json_text(block.get("content") or ""),
+                            tool_id=str(block.get("tool_use_id") or ""),
+                            is_error=bool(block.get("is_error")),
+                        )
+                    )
+                elif block.get("type") == "text":
+                    texts.append(str(block.get("text") or ""))
+            text = "\n".join(t for t in texts if t.strip())
+            if text:
+                entries.insert(0, Entry("user", text=text))
+        return entries
+    if isinstance(content, str):
+        return [Entry("assistant", text=content)] if content.strip() else []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and str(block.get("text") or "").strip():
+            entries.append(Entry("assistant", text=str(block["text"])))
+        elif block.get("type") == "tool_use":
+            entries.append(
+                Entry(
+                    "tool_use",
+                    tool=str(block.get("name") or ""),
+                    tool_id=str(block.get("id") or ""),
+                    tool_input=_json_text(block.get("input") or {}),
+                )
+            )
+    return entries
+
+
+def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
+    out: list[Entry] = []
+    for line in lines:
+        if line and line.strip():
+            out.extend(parse_line(line))
+    return out
+
+
+def split_complete(data: bytes) -> tuple[list[bytes], int]:
+    """Complete lines of a chunk read from a JSONL file, and how many bytes they span.
+
+    A last line without its newline may still be being written: it is left for the next read,
+    so the offset only ever moves past whole lines.
+    """
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], 0
+    return data[:end].split(b"\n"), end + 1
+
+
+def render_entries(entries: Sequence[Entry], limit: int = 12_000) -> str:
+    """A compact text of transcript entries for a judge or extractor (newest kept when cut)."""
+    lines = []
+    for e in entries:
+        if e.kind == "user":
+            lines.append(f"USER: {e.text.strip()[:1500]}")
+        elif e.kind == "assistant":
+            lines.append(f"ASSISTANT: {e.text.strip()[:1500]}")
+        elif e.kind == "tool_use":
+            lines.append(f"TOOL {e.tool}: {e.tool_input[:400]}")
+        else:
+            lines.append(f"RESULT{' (error)' if e.is_error else ''}: {e.text.strip()[:300]}")
+    text = "\n".join(lines)
+    return text[-limit:]
+
+
+# --- error → fix ------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[\w.@/-]+")
+SIMILAR_CALL = 0.3
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call as error → fix pairing sees it."""
+
+    tool: str
+    tool_input: str
+    success: bool
+    output: str = ""
+
+
+@dataclass(frozen=True)
+class Fix:
+    tool: str
+    failed: str
+    fixed: str
+    error: str
+    statement: str = field(default="")
+
+
+def _tokens(text: str) -> frozenset[str]:
+    return frozenset(t.casefold() for t in _TOKEN.findall(text))
+
+
+def call_similarity(a: str, b: str) -> float:
+    """Jaccard similarity of the two inputs' tokens (0 when either is empty)."""
+    ta, tb = _tokens(a), _tokens(b)
+    if not ta or not tb:
+        return 0.0
+    return len(ta & tb) / len(ta | tb)
+
+
+def _command(tool_input: str) -> str:
+    try:
+        value = json.loads(tool_input)
+    except ValueError:
+        return tool_input
+    if isinstance(value, dict):
+        for key in ("command", "file_path", "path", "pattern", "url", "query"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+    return tool_input
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return line[:limit]
+    return ""
+
+
+def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
+    """Each failed call followed (within `window` calls) by a successful similar call of the
+    same tool with a different input: the failure, the fix and a draft statement."""
+    fixes: list[Fix] = []
+    used: set[int] = set()
+    for i, failed in enumerate(calls):
+        if failed.success:
+            continue
+        for j in range(i + 1, min(len(calls), i + 1 + window)):
+            fixed = calls[j]
+            if j in used or fixed.tool != failed.tool or not fixed.success:
+                continue
+            a, b = _command(failed.tool_input), _command(fixed.tool_input)
+            if a.strip() == b.strip() or call_similarity(a, b) < SIMILAR_CALL:
+                continue
+            used.add(j)
+            error = _first_line(failed.output)
+            statement = f"For {failed.tool}: use `{b[:160]}` instead of `{a[:160]}`"
+            statement += f" (it failed with: {error})." if error else "."
+            fixes.append(Fix(failed.tool, a[:400], b[:400], error, statement))
+            break
+    return fixes
