@@ -138,6 +138,8 @@ class OwnerSettings(models.Model):
     review_batch_size = models.PositiveSmallIntegerField(null=True, blank=True)
     decay_base = models.FloatField(null=True, blank=True)
     inject_budget_tokens = models.PositiveIntegerField(null=True, blank=True)
+    # Session learning: send every captured lesson to review, the user's own words included.
+    learning_review_all = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
@@ -380,6 +382,10 @@ class Engram(models.Model):
     embedding_model = models.CharField(max_length=64, blank=True, default="")
     # Unknown fields from imports, preserved for a lossless round trip.
     extra = models.JSONField(default=dict, blank=True)
+    # The newer version of this rule that replaced it (session learning); it is not injected.
+    superseded_by = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="supersedes"
+    )
 
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -518,6 +524,9 @@ class AgentSession(models.Model):
     # Engrams already counted for co-access in this session: a session that a Stop ended and a
     # later event reopened must not strengthen the same pairs twice.
     coaccess_ids = models.JSONField(default=list, blank=True)
+    # Session learning: the Claude Code transcript and how many of its bytes were captured.
+    transcript_path = models.CharField(max_length=1000, blank=True, default="")
+    transcript_offset = models.BigIntegerField(default=0)
 
     class Meta:
         constraints: ClassVar = [
@@ -667,6 +676,7 @@ class ReviewItem(models.Model):
         SYNTHESIS = "synthesis"
         PROVISIONAL = "provisional"
         PROMPT = "prompt"  # a prompt change proposed from success patterns' recurring feedback
+        SUPERSEDED = "superseded"  # a rule replaced by its newer version; restore it from here
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -728,6 +738,9 @@ class Event(models.TextChoices):
     TRIAL_RESTARTED = "trial_restarted"
     TRIAL_ENDED = "trial_ended"
     IMPORT_DISCARDED = "import_discarded"
+    LESSON_CAPTURED = "lesson_captured"
+    LESSON_UNDONE = "lesson_undone"
+    ENGRAM_RESTORED = "engram_restored"
 
 
 class LifecycleEvent(models.Model):
@@ -789,3 +802,84 @@ class LlmCall(models.Model):
     @property
     def tokens(self) -> int:
         return self.tokens_in + self.tokens_out
+
+
+# --- Session learning ---------------------------------------------------------------------
+
+
+class LearningSignal(models.Model):
+    """A prompt, a transcript delta or an error → fix pair waiting for extraction (redacted)."""
+
+    class Kind(models.TextChoices):
+        PROMPT = "prompt"
+        TRANSCRIPT = "transcript"
+        ERROR_FIX = "error_fix"
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        DONE = "done"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.CASCADE, null=True, blank=True, related_name="signals"
+    )
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    label = models.CharField(max_length=20, blank=True, default="")  # instruction | correction …
+    text = models.TextField()
+    digest = models.CharField(max_length=64, blank=True, default="")
+    redacted = models.JSONField(default=list, blank=True)
+    scope = models.CharField(max_length=200, default="global")
+    # Transcript deltas: the byte range of the transcript they cover.
+    offset_start = models.BigIntegerField(default=0)
+    offset_end = models.BigIntegerField(default=0)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    producer = models.CharField(max_length=10, blank=True, default="")  # llm | heuristic
+    created_at = models.DateTimeField(default=timezone.now)
+    processed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes: ClassVar = [
+            models.Index(fields=["owner", "-created_at"], name="signal_recent"),
+            models.Index(fields=["session", "digest"], name="signal_session_digest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} signal {self.pk} ({self.state})"
+
+
+class LearningDraft(models.Model):
+    """One lesson extracted from a signal and what the write path made of it."""
+
+    class Tier(models.TextChoices):
+        EXPLICIT = "A"
+        CORRECTION = "B"
+        INFERRED = "C"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    signal = models.ForeignKey(LearningSignal, on_delete=models.CASCADE, related_name="drafts")
+    session = models.ForeignKey(
+        AgentSession, on_delete=models.CASCADE, null=True, blank=True, related_name="drafts"
+    )
+    engram = models.ForeignKey(
+        Engram, on_delete=models.SET_NULL, null=True, blank=True, related_name="drafts"
+    )
+    supersedes = models.ForeignKey(
+        Engram, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    statement = models.TextField()
+    tier = models.CharField(max_length=1, choices=Tier.choices)
+    polarity = models.CharField(max_length=4, blank=True, default="")
+    anti_pattern = models.TextField(blank=True, default="")
+    quote = models.TextField(blank=True, default="")
+    producer = models.CharField(max_length=10, default="heuristic")
+    # created | recurrence | merge_proposed | contradiction_flagged | superseded | review | rejected
+    result = models.CharField(max_length=24, default="created")
+    error = models.CharField(max_length=300, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes: ClassVar = [models.Index(fields=["owner", "-created_at"], name="draft_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.tier}: {self.statement[:60]}"

@@ -48,3 +48,19 @@ def refresh_abstraction_prompts() -> int:
 
     owners = get_user_model().objects.filter(engram__isnull=False).distinct()
     return sum(review.abstraction_prompts_refresh(owner=owner) for owner in owners)
+
+
+@shared_task(name="engram.learning_extract")
+def learning_extract(signal_pk: int) -> int:
+    """Turn one captured signal into lessons through the write path; a second run does nothing."""
+    from memory.services import learning
+
+    return learning.signal_extract(signal_pk=signal_pk)
+
+
+@shared_task(name="engram.learning_capture")
+def learning_capture(session_pk: int) -> dict[str, int]:
+    """Read a session's transcript delta, pair errors with fixes and extract what is pending."""
+    from memory.services import learning
+
+    return learning.session_capture(session_pk=session_pk)

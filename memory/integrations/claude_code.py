@@ -8,6 +8,10 @@ Context reaches the model only through `hookSpecificOutput.additionalContext` wi
 - PostToolUse / PostToolUseFailure: store the observation and return at once (no embedding
   here; observations wait with `processed_at` unset for the periodic consolidation job).
 - Stop / SessionEnd: end the session, which queues outcome attribution after commit.
+- Stop / PreCompact / SessionEnd: note the transcript (and store the lines `engram-hook`
+  attached past the session's offset); a task reads the rest and extracts lessons.
+- UserPromptSubmit also runs the learning classifier (regular expressions, < 1 ms) and stores
+  a prompt that states a rule as a redacted learning signal.
 A later event of a session that a Stop ended reopens it, so the next Stop attributes again.
 """
 
@@ -26,7 +30,7 @@ from django.utils import timezone
 from memory.access import ScopeForbidden, require_scope
 from memory.maths import attribution, ranking
 from memory.models import AgentSession, ApiToken, Engram, Injection
-from memory.services import retrieval
+from memory.services import learning, retrieval
 from memory.services.sessions import observation_record, session_end, session_start
 from memory.validation import scope as validate_scope
 
@@ -41,6 +45,8 @@ REMINDER_HEADER = "Reminders from memory for this tool call:\n"
 # What a SessionStart injects for when the session has no task and no earlier prompt: the
 # project's name, which matches the lessons that mention it (generic words would match noise).
 PRIMER = "{name}"
+# Transcript lines `engram-hook` attaches: {"offset": byte offset of the first, "lines": [...]}.
+TRANSCRIPT_FIELD = "engram_transcript"
 _UNSAFE_SCOPE_CHARS = re.compile(r"[^\w.\-]+")
 
 
@@ -163,7 +169,11 @@ def on_user_prompt(call: HookCall) -> dict[str, Any]:
     if not isinstance(prompt, str) or not prompt.strip():
         return {}
     session = _session(call)
-    return _context(call.event, _inject(call, prompt, session))
+    answer = _context(call.event, _inject(call, prompt, session))
+    learning.prompt_capture(
+        owner=call.owner, session=session, scope=call.scope, prompt=prompt, now=call.now
+    )
+    return answer
 
 
 def _tool_text(value: Any) -> str:
@@ -251,6 +261,23 @@ def on_stop(call: HookCall) -> dict[str, Any]:
             last_assistant_message=message if isinstance(message, str) else "",
             now=call.now,
         )
+        _transcript(call, session)
+    return {}
+
+
+def _transcript(call: HookCall, session: AgentSession) -> None:
+    learning.transcript_attach(
+        session=session,
+        attached=call.payload.get(TRANSCRIPT_FIELD),
+        transcript_path=call.payload.get("transcript_path"),
+        now=call.now,
+    )
+
+
+def on_pre_compact(call: HookCall) -> dict[str, Any]:
+    session = _session(call, create=False, reopen=False)
+    if session is not None:
+        _transcript(call, session)
     return {}
 
 
@@ -262,6 +289,7 @@ HANDLERS: dict[str, Callable[[HookCall], dict[str, Any]]] = {
     "PostToolUseFailure": on_post_tool_use,
     "Stop": on_stop,
     "SessionEnd": on_stop,
+    "PreCompact": on_pre_compact,
 }
 
 

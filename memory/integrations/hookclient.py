@@ -6,7 +6,12 @@ When the server is down, slow or answers with an error, it prints nothing and ex
 its timeout: the agent is never blocked by its memory.
 
 Environment: ENGRAM_URL (default http://127.0.0.1:8000), ENGRAM_TOKEN, ENGRAM_HOOK_TIMEOUT
-(seconds, default 3), ENGRAM_SCOPE (optional, sent as ?scope=).
+(seconds, default 3), ENGRAM_SCOPE (optional, sent as ?scope=), ENGRAM_HOOK_STATE (folder for
+per-session transcript offsets, default ~/.cache/engram-hook).
+
+At Stop, PreCompact and SessionEnd it attaches the transcript lines written since its last
+successful post (`engram_transcript`: byte offset and lines), so a server on another machine
+learns from them too; the server ignores what it already has.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ DEFAULT_TIMEOUT_SECONDS = 3.0
 HOOK_PATH = "/api/v1/hooks/claude-code"
 MAX_STDIN_BYTES = 4 * 1024 * 1024
 MAX_RESPONSE_BYTES = 1024 * 1024
+TRANSCRIPT_EVENTS = frozenset({"Stop", "PreCompact", "SessionEnd"})
+TRANSCRIPT_FIELD = "engram_transcript"
+MAX_ATTACH_BYTES = 512 * 1024
 
 
 def _timeout(env: dict[str, str]) -> float:
@@ -44,12 +52,69 @@ def endpoint(env: dict[str, str]) -> str:
     return url
 
 
+def _state_file(env: dict[str, str], session_id: str) -> str:
+    folder = env.get("ENGRAM_HOOK_STATE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "engram-hook"
+    )
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in session_id)[:150]
+    return os.path.join(folder, safe + ".offset")
+
+
+def _read_offset(path: str) -> int:
+    try:
+        with open(path) as handle:
+            return max(0, int(handle.read().strip() or 0))
+    except (OSError, ValueError):
+        return 0
+
+
+def attach_transcript(data: dict, env: dict[str, str]) -> tuple[str, int] | None:  # type: ignore[type-arg]
+    """Add the transcript lines since the last post to `data`; (state file, new offset) to
+    write once the server has them, or None when there is nothing to attach."""
+    path, session_id = data.get("transcript_path"), data.get("session_id")
+    if data.get("hook_event_name") not in TRANSCRIPT_EVENTS:
+        return None
+    if not isinstance(path, str) or not isinstance(session_id, str) or not session_id:
+        return None
+    state = _state_file(env, session_id)
+    offset = _read_offset(state)
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            chunk = handle.read(MAX_ATTACH_BYTES)
+    except OSError:
+        return None
+    end = chunk.rfind(b"\n")
+    if end < 0:
+        return None
+    lines = [line.decode("utf-8", "replace") for line in chunk[:end].split(b"\n")]
+    data[TRANSCRIPT_FIELD] = {"offset": offset, "lines": lines}
+    return state, offset + end + 1
+
+
+def _write_offset(state: str, offset: int) -> None:
+    try:
+        os.makedirs(os.path.dirname(state), exist_ok=True)
+        with open(state, "w") as handle:
+            handle.write(str(offset))
+    except OSError:
+        pass
+
+
 def forward(payload: bytes, env: dict[str, str]) -> str:
     """The server's answer to print, or "" on any failure or an empty answer."""
     try:
-        json.loads(payload)
+        data = json.loads(payload)
     except ValueError:
         return ""
+    pending = None
+    if isinstance(data, dict):
+        try:
+            pending = attach_transcript(data, env)
+        except Exception:  # the transcript is a bonus; the hook itself must go through
+            pending = None
+        if pending is not None:
+            payload = json.dumps(data, ensure_ascii=False).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "engram-hook/1"}
     token = env.get("ENGRAM_TOKEN", "").strip()
     if token:
@@ -62,6 +127,8 @@ def forward(payload: bytes, env: dict[str, str]) -> str:
             body = response.read(MAX_RESPONSE_BYTES + 1)
     except (OSError, ValueError):  # URLError, HTTPError, timeouts, bad URLs
         return ""
+    if pending is not None:
+        _write_offset(*pending)
     if len(body) > MAX_RESPONSE_BYTES:
         return ""
     try:

@@ -21,6 +21,7 @@ from memory.services.activity import activity_mark
 from memory.services.engrams import InvalidInput, engram_learn, outcome_record
 from memory.services.events import event_record
 from memory.services.jobs import job_enqueue
+from memory.services.judge import session_judge
 from memory.validation import scope as validate_scope
 
 MAX_OBSERVATION_CHARS = 4000
@@ -229,7 +230,7 @@ def session_end(
 
 
 def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
-    """Give every injection of an ended session an outcome (heuristic); idempotent.
+    """Give every injection of an ended session an outcome (LLM judge, else heuristic); idempotent.
 
     The claim (`attributed_at`) and the outcomes commit in one transaction: a crash in between
     leaves the session unclaimed, so the redelivered task attributes everything.
@@ -246,6 +247,10 @@ def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
         .order_by("created_at")
         .values_list("tool_input", flat=True)
     )
+    # The LLM judge (one call, outside the transaction); {} means the heuristic decides.
+    judged = session_judge(
+        session=session, engrams=[i.engram for i in _unjudged_injections(session)]
+    )
     with transaction.atomic():
         if not pending.update(attributed_at=now):
             return 0  # another worker claimed it first
@@ -253,7 +258,7 @@ def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
         for injection in _unjudged_injections(session):
             engram: Engram = injection.engram
             anti = engram.extra.get("anti_pattern", "") if isinstance(engram.extra, dict) else ""
-            verdict = attribution.attribute(
+            verdict = judged.get(engram.pk) or attribution.attribute(
                 statement=engram.statement,
                 polarity=engram.polarity,
                 anti_pattern=anti if isinstance(anti, str) else "",
@@ -264,7 +269,9 @@ def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
                 owner=session.owner,
                 injection=injection,
                 result=verdict.result,
-                source=Outcome.Source.AUTO_HEURISTIC,
+                source=Outcome.Source.AUTO_LLM
+                if engram.pk in judged
+                else Outcome.Source.AUTO_HEURISTIC,
                 evidence=verdict.evidence,
                 now=now,
             )

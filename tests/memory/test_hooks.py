@@ -352,7 +352,7 @@ def test_setup_prints_http_hooks_and_a_fresh_token(owner: Any) -> None:
     events = set(config["hooks"])
     assert events == {
         "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-        "Stop", "SessionEnd",
+        "Stop", "SessionEnd", "PreCompact",
     }  # fmt: skip
     entry = config["hooks"]["PostToolUse"][0]
     assert entry["matcher"] == "*"

@@ -23,7 +23,8 @@ from memory.services.engrams import engram_learn
 
 TOOLS = {
     "learn", "recall", "inject", "feedback", "forget", "capture", "timeline", "session_start",
-    "session_end", "status",
+    "session_end", "status", "learning_signals", "learning_drafts", "learning_settings",
+    "lesson_undo",
 }  # fmt: skip
 AWS_KEY = "AKIA" + "IOSFODNN7ABCDEFG"
 

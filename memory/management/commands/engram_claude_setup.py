@@ -34,6 +34,7 @@ EVENT_TIMEOUTS: dict[str, int] = {
     "PostToolUseFailure": 5,
     "Stop": 10,
     "SessionEnd": 10,
+    "PreCompact": 10,
 }
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 COMMAND_NAME = "engram-hook"
