@@ -508,6 +508,8 @@ class HookIn(Schema):
     error: str | None = None
     source: str | None = None
     last_assistant_message: str | None = None
+    # Added by `engram-hook` at Stop / PreCompact / SessionEnd: {"offset": int, "lines": [str]}.
+    engram_transcript: dict[str, Any] | None = None
 
     @field_validator("*", mode="before")
     @classmethod

@@ -42,7 +42,8 @@ _LOG_LINE = re.compile(
     r"""^\s*(?:
         \d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}          # timestamps
       | \[?(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|FATAL|CRITICAL)\b
-      | Traceback\b | File\ " | at\ [\w$.<>]+\( | \$\ | >>>\ | \.\.\.\ | [#>]\ ?\w+@
+      | Traceback\b | File\ " | [\w.]*(?:Error|Exception|Failure):\s
+      | at\ [\w$.<>]+\( | \$\ | >>>\ | \.\.\.\ | [#>]\ ?\w+@
       | npm\ (?:ERR|WARN) | error(?:\[\w+\])?: | warning: | E\s+ | \d+\s*\|
       | [-+]{3}\ | @@\ | diff\ --git
     )""",
@@ -607,9 +608,19 @@ def values_of(statement: str) -> frozenset[str]:
     return frozenset(out)
 
 
+# "start" and "end" tell two naming rules apart, so they count here, unlike in tags.
+_RULE_STOP = _STOP_TAGS - {"start", "end", "add"}
+
+
 def plain_words(statement: str) -> frozenset[str]:
+    """The words of a statement without its values and function words, casefolded, with a
+    plural "s" dropped."""
     words = {w.casefold() for w in _WORD.findall(_VALUE_TOKEN.sub(" ", statement))}
-    return frozenset(w for w in words if w not in _STOP_TAGS and len(w) > 2)
+    return frozenset(
+        w[:-1] if len(w) > 3 and w.endswith("s") else w
+        for w in words
+        if w not in _RULE_STOP and len(w) > 2
+    )
 
 
 def is_update(
@@ -631,6 +642,23 @@ def is_update(
     other_value = bool(va and vb and va != vb)
     opposite = {new_polarity, old_polarity} == {"do", "dont"}
     return other_value or opposite
+
+
+SAME_RULE_WORDS = 0.6
+
+
+def same_rule_other_value(new: str, old: str) -> bool:
+    """A lexical variant test that tolerates rephrasing: both statements carry values, the
+    values differ, and the plain words of the shorter are mostly in the longer ("When naming
+    function argument names, always start them with 'e_'" / "Start function argument names
+    with 'g_'")."""
+    va, vb = values_of(new), values_of(old)
+    if not va or not vb or va == vb:
+        return False
+    a, b = plain_words(new), plain_words(old)
+    if not a or not b:
+        return False
+    return len(a & b) / len(a | b) >= SAME_RULE_WORDS
 
 
 # --- transcripts ------------------------------------------------------------------------------

@@ -494,28 +494,34 @@ def _to_review(engram: Engram, now: datetime) -> None:
         )
 
 
+MAX_VARIANT_CANDIDATES = 500
+
+
 def _variant_of(engram: Engram, related: Sequence[Mapping[str, Any]]) -> Engram | None:
     """The live engram of the same scope that `engram` restates with another value or the
-    opposite direction (DESIGN: same variant key, or cosine ≥ 0.8 with another value or the
-    opposite direction); the closest one, or None."""
+    opposite direction, or None. DESIGN: the same variant key (checked lexically over the
+    scope's most recent engrams, rephrasing tolerated), or cosine ≥ 0.8 with another value or
+    the opposite direction (over the write path's neighbours). The closest one wins."""
     by_id = {str(r["id"]): float(r["cosine"]) for r in related}
-    if not by_id:
-        return None
     key = textnorm.variant_key(engram.statement)
+    norm = textnorm.normalise(engram.statement)
     candidates = (
         Engram.objects.for_owner(engram.owner)
-        .filter(engram_id__in=by_id, scope=engram.scope, superseded_by__isnull=True)
+        .filter(scope=engram.scope, superseded_by__isnull=True)
         .exclude(pk=engram.pk)
         .exclude(status=Engram.Status.RETIRED)
+        .only("id", "engram_id", "statement", "polarity", "status", "owner_id", "scope")
+        .order_by("-created_at")[:MAX_VARIANT_CANDIDATES]
     )
     best: tuple[float, Engram] | None = None
     for other in candidates:
-        cosine = by_id[other.engram_id]
-        same_key = key is not None and key == textnorm.variant_key(other.statement)
-        restated = same_key and textnorm.normalise(other.statement) != textnorm.normalise(
-            engram.statement
-        )
-        update = restated or learning.is_update(
+        cosine = by_id.get(other.engram_id, 0.0)
+        if textnorm.normalise(other.statement) == norm:
+            continue
+        lexical = (
+            key is not None and key == textnorm.variant_key(other.statement)
+        ) or learning.same_rule_other_value(engram.statement, other.statement)
+        update = lexical or learning.is_update(
             engram.statement,
             other.statement,
             cosine=cosine,

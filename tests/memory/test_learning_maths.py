@@ -1,0 +1,169 @@
+"""The session-learning maths: classifier, heuristic extractor, transcript parsing, error → fix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory.maths import learning as L
+
+POSITIVES = [
+    ("Always use pnpm in this repo.", "instruction"),
+    ("Never commit directly to main", "instruction"),
+    ("From now on, write commit messages in the imperative mood.", "instruction"),
+    ("Don't add comments that repeat the code.", "instruction"),
+    ("Remember to run the linter before you push.", "instruction"),
+    ("Make sure to update the changelog with every release.", "instruction"),
+    ("I prefer small functions over long ones.", "preference"),
+    ("We use ruff, not flake8.", "instruction"),
+    ("No, use httpx instead of requests.", "correction"),
+    ("That's wrong, the config lives in settings.toml not config.yaml.", "correction"),
+    ("Could you always use tabs from now on?", "instruction"),
+]
+NEGATIVES = [
+    "How do I always get the latest version?",
+    "Why does the build never finish?",
+    "Fix the login bug in auth.py",
+    "Can you make sure the tests pass?",
+    "Run the tests please",
+    "Refactor the parser and add a test for empty input.",
+    "No worries, thanks!",
+    "I don't know why this fails",
+    "Feel free to reach out if you have any questions.",
+    "```python\n# never do this\nfor i in range(10): print(i)\n```",
+    'Traceback (most recent call last):\n  File "x.py", line 3, in <module>\n'
+    "ValueError: never use this",
+    "2026-01-02 10:00:01 ERROR never retrying connection to db",
+    "    always_retry = True  # never change",
+]
+
+
+@pytest.mark.parametrize(("prompt", "kind"), POSITIVES)
+def test_it_recognises_instructions_preferences_and_corrections(prompt: str, kind: str) -> None:
+    verdict = L.classify(prompt)
+    assert verdict.is_signal
+    assert verdict.kind == kind
+
+
+@pytest.mark.parametrize("prompt", NEGATIVES)
+def test_it_never_fires_on_questions_tasks_code_or_logs(prompt: str) -> None:
+    assert not L.classify(prompt).is_signal
+
+
+def test_it_finds_a_preference_inside_a_long_prompt() -> None:
+    prompt = (
+        "I've been looking at the build and it's slow, and the lockfile keeps changing under "
+        "me when I switch branches, so I prefer simple, minimal dependencies, how can I speed "
+        "up the CI?"
+    )
+    drafts = L.extract(prompt)
+    assert [d.statement for d in drafts] == ["I prefer simple, minimal dependencies."]
+    assert drafts[0].tier == "A"
+
+
+def test_a_rule_after_pasted_code_is_found_and_the_code_is_not() -> None:
+    prompt = (
+        "Here is the failing test:\n```\nassert parse('') == []\n# always returns None\n```\n"
+        "Please look at it. From now on, always add a regression test with every bug fix."
+    )
+    drafts = L.extract(prompt)
+    assert [d.statement for d in drafts] == ["Always add a regression test with every bug fix."]
+
+
+def test_the_extractor_takes_the_clause_never_the_whole_prompt() -> None:
+    prompt = "No, don't use npm here. Always use pnpm in this repo, remember that."
+    drafts = L.extract(prompt)
+    assert [d.statement for d in drafts] == ["Don't use npm here.", "Always use pnpm in this repo."]
+    assert drafts[0].polarity == "dont"
+    assert drafts[0].tier == "B"
+    assert drafts[0].anti_pattern == "use npm here"
+    assert drafts[1].polarity == "do"
+    assert drafts[1].tier == "A"
+
+
+@pytest.mark.parametrize(
+    ("statement", "anti"),
+    [
+        ("Use j_ for attributes instead of q_.", "q_"),
+        ("Prefer composition over inheritance.", "inheritance"),
+        ("Never use print for logging.", "use print for logging"),
+        ("Use the logger, not print.", "print"),
+        ("Use pytest fixtures.", ""),
+    ],
+)
+def test_the_anti_pattern_comes_from_not_instead_of_and_never(statement: str, anti: str) -> None:
+    assert L.anti_pattern_of(statement) == anti
+
+
+def test_at_most_three_drafts_per_prompt() -> None:
+    prompt = " ".join(f"Always prefix module {n} names with 'm{n}_'." for n in range(6))
+    assert len(L.extract(prompt)) == L.MAX_DRAFTS_PER_PROMPT
+
+
+def test_an_update_needs_another_value_or_the_other_direction_on_the_same_words() -> None:
+    old, new = "Use q_ for attributes.", "Use j_ for attributes instead of q_."
+    assert L.is_update(new, old, cosine=0.85, new_polarity="do", old_polarity="do")
+    assert not L.is_update(new, old, cosine=0.7, new_polarity="do", old_polarity="do")
+    other = "Start method names with 'x_'."
+    assert not L.is_update(
+        "Start class names with 'y_'.", other, cosine=0.9, new_polarity="do", old_polarity="do"
+    )
+    assert L.is_update(
+        "Never use a linter.", "Always use a linter.", cosine=0.9, new_polarity="dont",
+        old_polarity="do",
+    )  # fmt: skip
+
+
+def _line(kind: str, content: object, **extra: object) -> str:
+    return json.dumps({"type": kind, "message": {"role": kind, "content": content}, **extra})
+
+
+def test_transcript_parsing_reads_every_entry_kind() -> None:
+    lines = [
+        _line("user", "Always use pnpm."),
+        _line("assistant", [{"type": "text", "text": "Sure."}]),
+        _line(
+            "assistant",
+            [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pnpm i"}}],
+        ),
+        _line(
+            "user",
+            [{"type": "tool_result", "tool_use_id": "t1", "content": "boom", "is_error": True}],
+        ),
+        _line("user", "<command-name>/clear</command-name>"),
+        _line("user", "meta", isMeta=True),
+        json.dumps({"type": "summary", "summary": "x"}),
+        "not json",
+        "",
+    ]
+    entries = L.parse_lines(lines)
+    assert [e.kind for e in entries] == ["user", "assistant", "tool_use", "tool_result"]
+    assert entries[0].text == "Always use pnpm."
+    assert entries[2].tool == "Bash"
+    assert json.loads(entries[2].tool_input) == {"command": "pnpm i"}
+    assert entries[3].is_error
+    assert entries[3].tool_id == "t1"
+    assert entries[3].text == "boom"
+
+
+def test_split_complete_leaves_a_half_written_line_for_later() -> None:
+    lines, used = L.split_complete(b'{"a": 1}\n{"b": 2}\n{"c"')
+    assert lines == [b'{"a": 1}', b'{"b": 2}']
+    assert used == 18
+    assert L.split_complete(b"partial") == ([], 0)
+
+
+def test_an_error_followed_by_a_similar_success_is_a_fix() -> None:
+    calls = [
+        L.Call("Bash", '{"command": "npm install left-pad"}', False, "npm: command not found"),
+        L.Call("Read", '{"file_path": "/x"}', True),
+        L.Call("Bash", '{"command": "pnpm install left-pad"}', True),
+        L.Call("Bash", '{"command": "ls"}', False, "denied"),
+        L.Call("Bash", '{"command": "ls"}', True),  # the same call again: no lesson
+    ]
+    fixes = L.error_fixes(calls)
+    assert len(fixes) == 1
+    assert fixes[0].fixed == "pnpm install left-pad"
+    assert "instead of `npm install left-pad`" in fixes[0].statement
+    assert "npm: command not found" in fixes[0].statement
