@@ -74,7 +74,7 @@ def sessions_of(path: Path) -> Iterator[Session]:
         yield Session(dialogue, number, mentor, mentee, tuple(turns), topics)
 
 
-_STEM = re.compile(r"(?:ing|ed|es|s)$")
+_STEM = re.compile(r"(?:ing|ed|es|e|s)$")
 
 
 def _stems(words: frozenset[str]) -> set[str]:

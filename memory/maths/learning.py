@@ -105,7 +105,11 @@ _STRONG = re.compile(
 _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p, re.I), kind)
     for p, kind in (
-        (r"\b(?:always|never)\b", INSTRUCTION),
+        (r"(?:^(?:please\s+)?|[,;:]\s*(?:please\s+)?|\b(?:you|we|i)\s+(?:should\s+|must\s+|will\s+|"
+         r"'ll\s+)?)(?:always|never)\s+(?!been\b|be\s+here|here\b)\w+", INSTRUCTION),
+        (r"\b(?:always|never)\s+(?:use|add|include|start|end|name|prefix|suffix|put|write|keep|"
+         r"call|run|import|follow|check|test|commit|push|wrap|annotate|document|return|log|"
+         r"validate|handle|declare|define|mark|set|leave|create|make|apply|avoid)\b", INSTRUCTION),
         (r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?future)\b",
          INSTRUCTION),
         (r"^(?:please\s+)?(?:do\s+not|don'?t)\s+(?!worry|hesitate|forget\s+that\b|mind|"
@@ -114,8 +118,8 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          r"commit|put|add|need|rely|mix)\b", INSTRUCTION),
         (r"\b(?:remember|keep\s+in\s+mind|note)\s+(?:to|that|this)\b", INSTRUCTION),
         (r"^(?:please\s+)?remember\b", INSTRUCTION),
-        (r"\b(?:make\s+sure|be\s+sure|ensure)\s+(?:to|that\s+(?:you|we)|you|we|all|every|"
-         r"each)\b", INSTRUCTION),
+        (r"(?:^(?:please\s+)?|[,;:]\s*)(?:make\s+sure|be\s+sure|ensure)\s+(?:to|that\s+(?:you|we)|"
+         r"you|we|all|every|each)\b", INSTRUCTION),
         (r"\b(?:i|we)\s*(?:'d|would)?\s+(?:really\s+)?(?:prefer|like\s+you\s+to|want\s+you\s+to|"
          r"need\s+you\s+to|expect\s+you\s+to|insist\s+on|recommend)\b", PREFERENCE),
         (r"\bprefer(?:s|red)?\s+\S+(?:\s+\S+){0,5}\s+(?:over|to|instead\s+of|rather\s+than)\b",
@@ -126,12 +130,13 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          r"name|write|prefix|suffix|start|end)\b", INSTRUCTION),
         (r"\b(?:in|for)\s+this\s+(?:repo|repository|project|codebase|team|company)\b",
          INSTRUCTION),
-        (r"\b(?:convention|guideline|coding\s+standard|house\s+style|standard\s+practice|"
-         r"our\s+practice|best\s+practice\s+here|rule\s+of\s+thumb|policy)\b", INSTRUCTION),
+        (r"\b(?:the|our)\s+(?:convention|guideline|rule|standard|house\s+style)\s+is\b",
+         INSTRUCTION),
         (r"\binstead\s+of\b|\brather\s+than\b", INSTRUCTION),
         (r"\b(?:avoid|stop)\s+(?!by\b)\w+", INSTRUCTION),
-        (r"\b(?:you|we)\s+(?:must|should|shall|have\s+to|need\s+to|are\s+to)\s+(?:always\s+|never\s+|"
+        (r"\byou\s+(?:must|should|shall|have\s+to|need\s+to|are\s+to)\s+(?:always\s+|never\s+|"
          r"not\s+)?\w+", INSTRUCTION),
+        (r"\bwe\s+must\s+(?:always\s+|never\s+|not\s+)?\w+", INSTRUCTION),
         (r"\bmust\s+(?:always\s+|never\s+|not\s+)?(?:be|use|have|include|start|end|follow)\b",
          INSTRUCTION),
         (r"\bis\s+(?:mandatory|required|a\s+must|forbidden|not\s+allowed|banned)\b", INSTRUCTION),
@@ -540,6 +545,17 @@ def focus(sentence: str) -> str:
     return sentence
 
 
+# A cleaned clause that asks for attention or effort but names no practice is not a lesson.
+_META = re.compile(
+    r"^(?:pay(?:ing)?\s+(?:extra\s+|close\s+)?attention|focus|shift|proceed|try\s+(?:something|"
+    r"to\s+(?:keep|stay|be))|keep\s+(?:me|us|it\s+simple|up)|start\s+(?:paying|adopting|thinking)|"
+    r"develop|own\s+the|set\s+aside|review\s+the|let'?s|i\s+(?:trust|like|love|hope|think|believe|"
+    r"know|am|was|will)|i'?m|we'?re|we\s+(?:want|can|could|will|are)|here\s+(?:are|is)|"
+    r"attention\s+to|with\s+(?:these|this)|it'?s|this|these|that|there|for\s+(?:our|the)\s+\w+,)\b",
+    re.I,
+)
+
+
 def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDraft]:
     """Heuristic extraction: each rule-stating clause of `prompt`, cleaned, as a draft (≤ limit).
 
@@ -565,7 +581,7 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
             clauses.append(clause)
     for clause in clauses:
         statement = clean_clause(focus(clause.text))
-        if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS:
+        if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS or _META.match(statement):
             continue
         key = statement.casefold()
         if key in seen:
@@ -598,10 +614,13 @@ UPDATE_COSINE = 0.8
 MIN_SHARED_WORDS = 0.5
 
 
+_SENTENCE_PUNCTUATION = re.compile(r"[.,;:!?]+(?=\s|$)")
+
+
 def values_of(statement: str) -> frozenset[str]:
     """The quoted spans and code-like tokens of a statement, casefolded, edge punctuation off."""
     out = set()
-    for raw in _VALUE_TOKEN.findall(statement):
+    for raw in _VALUE_TOKEN.findall(_SENTENCE_PUNCTUATION.sub("", statement)):
         value = raw.strip(".,;:!?").strip("'\"`").casefold()
         if value and any(ch.isalnum() for ch in value):
             out.add(value)
@@ -615,7 +634,8 @@ _RULE_STOP = _STOP_TAGS - {"start", "end", "add"}
 def plain_words(statement: str) -> frozenset[str]:
     """The words of a statement without its values and function words, casefolded, with a
     plural "s" dropped."""
-    words = {w.casefold() for w in _WORD.findall(_VALUE_TOKEN.sub(" ", statement))}
+    plain = _VALUE_TOKEN.sub(" ", _SENTENCE_PUNCTUATION.sub("", statement))
+    words = {w.casefold() for w in _WORD.findall(plain)}
     return frozenset(
         w[:-1] if len(w) > 3 and w.endswith("s") else w
         for w in words
@@ -636,7 +656,7 @@ def is_update(
     if cosine < UPDATE_COSINE or new.strip().casefold() == old.strip().casefold():
         return False
     a, b = plain_words(new), plain_words(old)
-    if a and b and len(a & b) / min(len(a), len(b)) < MIN_SHARED_WORDS:
+    if a and b and len(a & b) / len(a | b) < MIN_SHARED_WORDS:
         return False
     va, vb = values_of(new), values_of(old)
     other_value = bool(va and vb and va != vb)
