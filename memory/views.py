@@ -17,6 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -35,7 +36,7 @@ from memory.forms import (
 from memory.health import Check, run_checks
 from memory.maths import activation
 from memory.models import AgentSession, ApiToken, Engram, OwnerSettings, ReviewItem
-from memory.services import embeddings, listing, llm, review
+from memory.services import embeddings, learning, listing, llm, review
 from memory.services import engrams as engram_services
 from memory.services.episodes import episode_timeline
 from memory.strength import effective_strength
@@ -157,6 +158,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
             "review_open": open_items,
             "nav_review_open": open_items,
             "batch_size": batch_size,
+            "learning": learning.summary(owner=request.user),
         },
     )
 
@@ -468,8 +470,33 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return _render(
         request,
         template,
-        {"session": session, "injections": selectors.session_injections(session)},
+        {
+            "session": session,
+            "injections": selectors.session_injections(session),
+            "learned": learning.drafts_for(owner=request.user, session=session, limit=100),
+        },
     )
+
+
+@require_POST
+@login_required
+def lesson_undo(request: HttpRequest, engram_id: str) -> HttpResponse:
+    """Undo a captured lesson in one click: retire it, restore what it superseded."""
+    engram = learning.lesson_undo(owner=request.user, engram_id=engram_id, actor=_actor(request))
+    messages.success(request, f"{engram.engram_id} undone.")
+    back = request.POST.get("next", "")
+    if back.startswith("/") and url_has_allowed_host_and_scheme(back, allowed_hosts=None):
+        return redirect(back)
+    return redirect("memory:home")
+
+
+@require_POST
+@login_required
+def learning_settings(request: HttpRequest) -> HttpResponse:
+    """Send every captured lesson to review (or not)."""
+    learning.settings_update(owner=request.user, review_all=request.POST.get("review_all") == "on")
+    messages.success(request, "Learning settings saved.")
+    return redirect("memory:settings")
 
 
 @require_GET

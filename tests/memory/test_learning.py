@@ -354,3 +354,32 @@ def test_the_judge_gives_outcomes_with_evidence_in_one_call(
         "ran pnpm install",
     )
     assert len(fake_claude.calls("memory.outcome_judge")) == 1
+
+
+def test_the_session_page_lists_lessons_with_their_quote_and_undoes_one(
+    api: Client, logged_in: Client
+) -> None:
+    say(api, "Always use pnpm in this repo.")
+    extract_all()
+    session = AgentSession.objects.get()
+    page = logged_in.get(f"/sessions/{session.pk}/")
+    assert page.status_code == 200
+    assert "Learned from this session" in page.text
+    assert "&ldquo;Always use pnpm in this repo.&rdquo;" in page.text
+    engram = Engram.objects.get()
+    home = logged_in.get("/")
+    assert "lessons captured today" in home.text
+    response = logged_in.post(
+        f"/learning/{engram.engram_id}/undo/", {"next": f"/sessions/{session.pk}/"}
+    )
+    assert response.status_code == 302
+    engram.refresh_from_db()
+    assert engram.status == "retired"
+
+
+def test_the_settings_page_turns_review_all_on(logged_in: Client, owner: Any) -> None:
+    assert "Session learning" in logged_in.get("/settings/").text
+    logged_in.post("/settings/learning/", {"review_all": "on"})
+    assert learning.review_all(owner)
+    logged_in.post("/settings/learning/", {})
+    assert not learning.review_all(owner)
