@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -53,14 +54,6 @@ BUCKET_OF = {
 }
 SECONDS_PER_DAY = 86400.0
 
-# Columns inject reads per candidate or spread target (vectors are read apart, for the best).
-_ROW_COLUMNS = (
-    "e.id, e.owner_id, e.engram_id, e.statement, e.scope, e.polarity, e.feedback_positive, "
-    "e.feedback_negative, e.emotional_weight, e.consolidated, e.enforcement, "
-    "e.retrieval_strength, e.rs_anchor_at, e.storage_strength, e.updated_at, e.status, "
-    "e.provisional_until"
-)
-
 
 @dataclass(frozen=True, slots=True)
 class _Row:
@@ -90,12 +83,14 @@ class _Row:
 
     @classmethod
     def of(cls, values: Sequence[Any]) -> _Row:
-        fields = list(values)
-        fields[9] = bool(fields[9])
-        fields[12] = _aware(fields[12])
-        fields[14] = _aware(fields[14])
-        fields[16] = None if fields[16] is None else _aware(fields[16])
-        return cls(*fields)
+        """A row read with _ROW_COLUMNS (the fields' own order), typed as the model types them."""
+        row = dict(zip(_ROW_NAMES, values, strict=True))
+        row["consolidated"] = bool(row["consolidated"])
+        for name in ("rs_anchor_at", "updated_at"):
+            row[name] = _aware(row[name])
+        if row["provisional_until"] is not None:
+            row["provisional_until"] = _aware(row["provisional_until"])
+        return cls(**row)
 
     def on_trial(self, now: datetime) -> bool:
         """An imported lesson in its trial: a candidate until provisional_until."""
@@ -104,6 +99,12 @@ class _Row:
             and self.provisional_until is not None
             and self.provisional_until > now
         )
+
+
+# The columns inject reads per candidate or spread target, derived from _Row's fields so the
+# SELECT list and the mapping cannot drift apart (vectors are read apart, for the best).
+_ROW_NAMES = tuple(f.name for f in dataclass_fields(_Row))
+_ROW_COLUMNS = ", ".join(f"e.{'id' if name == 'pk' else name}" for name in _ROW_NAMES)
 
 
 def _aware(value: Any) -> datetime:
