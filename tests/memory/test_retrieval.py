@@ -600,3 +600,24 @@ def test_the_raw_row_inject_reads_matches_the_model(owner: Any) -> None:
         expected = engram.pk if name == "pk" else getattr(engram, name)
         assert getattr(row, name) == expected, name
     assert row.feedback_net == engram.feedback_net == 2
+
+
+@pytest.mark.django_db
+def test_recall_and_inject_score_an_engram_the_same(owner: Any) -> None:
+    """One scoring path: an engram inject surfaces carries the score recall gives it."""
+    rows = [
+        make_engram(owner, statement=text)
+        for text in (
+            "Run database migrations before the test suite",
+            "Use uv to install Python packages",
+            "Prefer small pull requests",
+        )
+    ]
+    prompt = "run the database migrations before tests"
+    recalled = {r.id: r.score for r in recall(owner=owner, query=prompt, limit=10)}
+    injected = inject(owner=owner, prompt=prompt)
+    surfaced = injected.directives + injected.constraints + injected.consider
+    assert surfaced, "the migrations rule is relevant and must be injected"
+    for item in surfaced:
+        assert item["score"] == pytest.approx(recalled[item["id"]], abs=1e-6), item
+    assert rows[0].engram_id in {item["id"] for item in surfaced}
