@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -475,52 +474,19 @@ def strength_series(
             day__gt=_local(anchors[0][0]).date(),
         ).values_list("day", flat=True)
     )
-    base = decay_base_for(engram.owner_id)
-
-    def value(anchor: tuple[datetime, float], when: datetime, extra_days: float = 0.0) -> float:
-        active = activation.count_active_days(days, _local(anchor[0]), _local(when))
-        return activation.effective_rs(
-            anchor[1],
-            active + extra_days,
-            engram.emotional_weight,
-            engram.storage_strength,
-            floor=settings.ENGRAM_RS_FLOOR,
-            base=base,
-        )
-
-    span = max((now - start).total_seconds(), 1.0)
-    times = sorted(
-        {
-            start + timedelta(seconds=span * i / SERIES_PAST_POINTS)
-            for i in range(SERIES_PAST_POINTS + 1)
-        }
+    return activation.rs_series(
+        [(_local(when), rs) for when, rs in anchors],
+        days,
+        start=_local(start),
+        now=_local(now),
+        emotional_weight=engram.emotional_weight,
+        storage_strength=engram.storage_strength,
+        floor=settings.ENGRAM_RS_FLOOR,
+        base=decay_base_for(engram.owner_id),
+        past_points=SERIES_PAST_POINTS,
+        future_points=SERIES_FUTURE_POINTS,
+        future_days=SERIES_FUTURE_DAYS,
     )
-    past: list[tuple[datetime, float]] = []
-    index = 0
-    for when in times:
-        while index + 1 < len(anchors) and anchors[index + 1][0] <= when:
-            # The step at an anchor: the decayed value just before, then the new stored value.
-            nxt = anchors[index + 1]
-            past.append((nxt[0], value(anchors[index], nxt[0])))
-            past.append(nxt)
-            index += 1
-        past.append((when, value(anchors[index], when)))
-    past.sort(key=lambda p: p[0])
-    current = anchors[index]
-    today_active = activation.count_active_days(days, _local(current[0]), _local(now))
-    future = []
-    for i in range(SERIES_FUTURE_POINTS + 1):
-        ahead = SERIES_FUTURE_DAYS * i / SERIES_FUTURE_POINTS
-        rs = activation.effective_rs(
-            current[1],
-            today_active + math.floor(ahead),
-            engram.emotional_weight,
-            engram.storage_strength,
-            floor=settings.ENGRAM_RS_FLOOR,
-            base=base,
-        )
-        future.append((now + timedelta(days=ahead), rs))
-    return past, future
 
 
 # --- overview -------------------------------------------------------------------------------

@@ -7,9 +7,9 @@ value plus its anchor and compute the effective value here at read time.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Literal
 
 RS_FLOOR = 0.05
@@ -170,3 +170,68 @@ def lifecycle_status_for_band(current_status: Status, current_band: Band) -> Sta
     if current_status == "dormant" and current_band in ("active", "fading"):
         return "active"
     return current_status
+
+
+def rs_series(
+    anchors: Sequence[tuple[datetime, float]],
+    active_days: Iterable[date],
+    *,
+    start: datetime,
+    now: datetime,
+    emotional_weight: float,
+    storage_strength: float,
+    floor: float,
+    base: float,
+    past_points: int,
+    future_points: int,
+    future_days: float,
+) -> tuple[list[tuple[datetime, float]], list[tuple[datetime, float]]]:
+    """RS_eff over time from stored anchors (time, RS), oldest first, in local time.
+
+    Past: `past_points` even steps from `start` to `now`, plus a step at each later anchor (the
+    decayed value just before it, then its stored value); between anchors the value decays
+    over the active days. Future: `future_points` steps over `future_days` from the latest
+    anchor, assuming every day active (the fastest decay) and no feedback.
+    """
+    days = list(active_days)
+
+    def value(anchor: tuple[datetime, float], when: datetime, extra_days: float = 0.0) -> float:
+        active = count_active_days(days, anchor[0], when)
+        return effective_rs(
+            anchor[1],
+            active + extra_days,
+            emotional_weight,
+            storage_strength,
+            floor=floor,
+            base=base,
+        )
+
+    span = max((now - start).total_seconds(), 1.0)
+    times = sorted(
+        {start + timedelta(seconds=span * i / past_points) for i in range(past_points + 1)}
+    )
+    past: list[tuple[datetime, float]] = []
+    index = 0
+    for when in times:
+        while index + 1 < len(anchors) and anchors[index + 1][0] <= when:
+            nxt = anchors[index + 1]
+            past.append((nxt[0], value(anchors[index], nxt[0])))
+            past.append(nxt)
+            index += 1
+        past.append((when, value(anchors[index], when)))
+    past.sort(key=lambda point: point[0])
+    current = anchors[index]
+    today_active = count_active_days(days, current[0], now)
+    future = []
+    for i in range(future_points + 1):
+        ahead = future_days * i / future_points
+        rs = effective_rs(
+            current[1],
+            today_active + math.floor(ahead),
+            emotional_weight,
+            storage_strength,
+            floor=floor,
+            base=base,
+        )
+        future.append((now + timedelta(days=ahead), rs))
+    return past, future

@@ -8,8 +8,9 @@ injections in the session and applies the injection access rule (no strength bum
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -53,14 +54,6 @@ BUCKET_OF = {
 }
 SECONDS_PER_DAY = 86400.0
 
-# Columns inject reads per candidate or spread target (vectors are read apart, for the best).
-_ROW_COLUMNS = (
-    "e.id, e.owner_id, e.engram_id, e.statement, e.scope, e.polarity, e.feedback_positive, "
-    "e.feedback_negative, e.emotional_weight, e.consolidated, e.enforcement, "
-    "e.retrieval_strength, e.rs_anchor_at, e.storage_strength, e.updated_at, e.status, "
-    "e.provisional_until"
-)
-
 
 @dataclass(frozen=True, slots=True)
 class _Row:
@@ -90,12 +83,14 @@ class _Row:
 
     @classmethod
     def of(cls, values: Sequence[Any]) -> _Row:
-        fields = list(values)
-        fields[9] = bool(fields[9])
-        fields[12] = _aware(fields[12])
-        fields[14] = _aware(fields[14])
-        fields[16] = None if fields[16] is None else _aware(fields[16])
-        return cls(*fields)
+        """A row read with _ROW_COLUMNS (the fields' own order), typed as the model types them."""
+        row = dict(zip(_ROW_NAMES, values, strict=True))
+        row["consolidated"] = bool(row["consolidated"])
+        for name in ("rs_anchor_at", "updated_at"):
+            row[name] = _aware(row[name])
+        if row["provisional_until"] is not None:
+            row["provisional_until"] = _aware(row["provisional_until"])
+        return cls(**row)
 
     def on_trial(self, now: datetime) -> bool:
         """An imported lesson in its trial: a candidate until provisional_until."""
@@ -104,6 +99,12 @@ class _Row:
             and self.provisional_until is not None
             and self.provisional_until > now
         )
+
+
+# The columns inject reads per candidate or spread target, derived from _Row's fields so the
+# SELECT list and the mapping cannot drift apart (vectors are read apart, for the best).
+_ROW_NAMES = tuple(f.name for f in dataclass_fields(_Row))
+_ROW_COLUMNS = ", ".join(f"e.{'id' if name == 'pk' else name}" for name in _ROW_NAMES)
 
 
 def _aware(value: Any) -> datetime:
@@ -366,6 +367,53 @@ def _touch(
 # --- recall ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    """One fused candidate with the one score recall and inject both rank by."""
+
+    pk: int
+    fused: float
+    relevance: float
+    score: float  # relevance·(0.5 + 0.5·RS_eff)·f_fb·f_emo·consolidation
+    lexical: tuple[int, float] | None  # (rank from 1, score) in the lexical leg
+    dense: tuple[int, float] | None  # (rank from 1, cosine) in the dense leg
+
+
+def _score(
+    legs: _Legs, rows: Mapping[int, Any], strengths: Mapping[int, float], *, mode: str
+) -> list[_Scored]:
+    """The scoring step recall and inject share: RRF over the legs (ties to the stronger
+    engram), relevance from the fused score and the match evidence, then the injection score
+    from the row's feedback, emotional weight and consolidation. Candidates whose row is gone
+    (deleted between the legs and the read) are left out."""
+    rankings = [[str(pk) for pk, _ in legs.lexical], [str(pk) for pk, _ in legs.dense]]
+    fused = ranking.rrf(
+        [r for r in rankings if r], tiebreak={str(pk): rs for pk, rs in strengths.items()}
+    )
+    lex_rank = {pk: (rank, score) for rank, (pk, score) in enumerate(legs.lexical, start=1)}
+    den_rank = {pk: (rank, cos) for rank, (pk, cos) in enumerate(legs.dense, start=1)}
+    max_fused = _max_fused(mode)
+    ran_lexical = mode in ("hybrid", "lexical")
+    scored: list[_Scored] = []
+    for key, fused_score in fused:
+        pk = int(key)
+        row = rows.get(pk)
+        if row is None:
+            continue
+        lex, den = lex_rank.get(pk), den_rank.get(pk)
+        rel = ranking.relevance(
+            fused_score,
+            max_fused,
+            lexical_hit=(lex is not None) if ran_lexical else None,
+            dense_cosine=den[1] if den else None,
+        )
+        score = ranking.injection_score(
+            rel, strengths[pk], row.feedback_net, row.emotional_weight, row.consolidated
+        )
+        scored.append(_Scored(pk, fused_score, rel, score, lex, den))
+    return scored
+
+
 def recall(
     *,
     owner: Any,
@@ -412,46 +460,19 @@ def recall(
     rows = {e.pk: e for e in Engram.objects.filter(pk__in=pks).defer("embedding")}
     _, base, _ = _owner_prefs(owner, now)
     strengths = effective_strengths(list(rows.values()), now=now, decay_base=base)
-    lex_rank = {pk: (rank, score) for rank, (pk, score) in enumerate(legs.lexical, start=1)}
-    den_rank = {pk: (rank, cos) for rank, (pk, cos) in enumerate(legs.dense, start=1)}
-    rankings = [[str(pk) for pk, _ in legs.lexical], [str(pk) for pk, _ in legs.dense]]
-    fused = ranking.rrf([r for r in rankings if r])
-    max_fused = _max_fused(mode)
-    ran_lexical = mode in ("hybrid", "lexical")
-    results: list[RecallResult] = []
-    for key, fused_score in fused:
-        pk = int(key)
-        engram = rows.get(pk)
-        if engram is None:  # deleted between the legs and the read
-            continue
-        rs_eff = strengths[pk]
-        lex = lex_rank.get(pk)
-        den = den_rank.get(pk)
-        relevance = ranking.relevance(
-            fused_score,
-            max_fused,
-            lexical_hit=(lex is not None) if ran_lexical else None,
-            dense_cosine=den[1] if den else None,
+    results = [
+        RecallResult(
+            engram=rows[item.pk],
+            score=item.score,
+            fused=item.fused,
+            rs_eff=strengths[item.pk],
+            lexical_rank=item.lexical[0] if item.lexical else None,
+            lexical_score=item.lexical[1] if item.lexical else None,
+            dense_rank=item.dense[0] if item.dense else None,
+            cosine=item.dense[1] if item.dense else None,
         )
-        score = ranking.injection_score(
-            relevance,
-            rs_eff,
-            engram.feedback_net,
-            engram.emotional_weight,
-            engram.consolidated,
-        )
-        results.append(
-            RecallResult(
-                engram=engram,
-                score=score,
-                fused=fused_score,
-                rs_eff=rs_eff,
-                lexical_rank=lex[0] if lex else None,
-                lexical_score=lex[1] if lex else None,
-                dense_rank=den[0] if den else None,
-                cosine=den[1] if den else None,
-            )
-        )
+        for item in _score(legs, rows, strengths, mode=mode)
+    ]
     # Ties (e.g. no match evidence) go to the better fused rank, then the stronger and the more
     # recent engram, never to insertion order.
     results.sort(
@@ -601,30 +622,26 @@ def inject(
     )
     timings = {"embed": legs.embed_ms, "search": legs.search_ms}
     ranked_from = time.perf_counter()
-    lexical_pks = {pk for pk, _ in legs.lexical}
-    cosine_of = dict(legs.dense)
-    rows = _candidate_rows(lexical_pks | set(cosine_of))
+    rows = _candidate_rows({pk for pk, _ in legs.lexical} | {pk for pk, _ in legs.dense})
     strengths = _strengths(list(rows.values()), now=now, decay_base=decay_base)
-    fused = ranking.rrf(
-        [[str(pk) for pk, _ in legs.lexical], [str(pk) for pk, _ in legs.dense]],
-        tiebreak={str(pk): rs for pk, rs in strengths.items()},
-    )
     candidates: list[ranking.Candidate] = []
+    score_of: dict[str, float] = {}
     pk_of: dict[str, int] = {}
-    for key, fused_score in fused:
-        engram = rows.get(int(key))
-        if engram is None:
-            continue
+    for item in _score(legs, rows, strengths, mode="hybrid"):
+        engram = rows[item.pk]
         trial = engram.status != Engram.Status.ACTIVE
         if trial and not engram.on_trial(now):
             continue  # a candidate waiting for review, not an import on trial
         rs_eff = strengths[engram.pk]
         pk_of[engram.engram_id] = engram.pk
+        # Inject abstains below the relevance floor; recall ranks all it found.
+        floor_met = item.relevance >= ranking.RELEVANCE_FLOOR
+        score_of[engram.engram_id] = item.score if floor_met else 0.0
         candidates.append(
             ranking.Candidate(
                 id=engram.engram_id,
                 statement=engram.statement,
-                fused=fused_score,
+                fused=item.fused,
                 rs_eff=rs_eff,
                 polarity=engram.polarity,
                 feedback_net=engram.feedback_net,
@@ -633,13 +650,13 @@ def inject(
                 band=activation.band(rs_eff),
                 consider_only=trial,  # on trial: never a constraint or directive
                 escalation=engram.enforcement,
-                lexical_hit=engram.pk in lexical_pks,
-                dense_cosine=cosine_of.get(engram.pk),
+                lexical_hit=item.lexical is not None,
+                dense_cosine=item.dense[1] if item.dense else None,
             )
         )
     # Only the best SELECT_POOL relevant candidates can fill the buckets; their vectors (for the
     # diversity check) are read in one query instead of parsing every candidate's.
-    scored = [(c, ranking.candidate_score(c)) for c in candidates]
+    scored = [(c, score_of[c.id]) for c in candidates]
     best = sorted(
         (pair for pair in scored if pair[1] > 0 and pair[0].band in ranking.CONSIDER_BANDS),
         key=lambda pair: (-pair[1], pair[0].id),

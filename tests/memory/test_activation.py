@@ -4,6 +4,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from memory.maths import activation
 from memory.maths.activation import (
     FeedbackResult,
     apply_feedback,
@@ -214,3 +215,32 @@ def test_the_status_move_is_idempotent(status: str, current_band: str) -> None:
     once = lifecycle_status_for_band(status, current_band)  # type: ignore[arg-type]
 
     assert lifecycle_status_for_band(once, current_band) == once  # type: ignore[arg-type]
+
+
+def test_rs_series_steps_at_each_anchor_and_decays_every_future_day() -> None:
+    from datetime import timedelta as td
+
+    t0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    anchors = [(t0, 0.7), (t0 + td(days=4), 0.9)]
+    active = [date(2026, 3, d) for d in (2, 3, 4, 5, 6)]
+    past, future = activation.rs_series(
+        anchors,
+        active,
+        start=t0,
+        now=t0 + td(days=6),
+        emotional_weight=5.0,
+        storage_strength=0.0,
+        floor=0.05,
+        base=0.05,
+        past_points=6,
+        future_points=3,
+        future_days=3,
+    )
+    before_step = activation.effective_rs(0.7, 4, 5.0, 0.0, floor=0.05, base=0.05)
+    assert (anchors[1][0], pytest.approx(before_step)) in past
+    assert (anchors[1][0], 0.9) in past  # the stored value right after the step
+    assert past[-1][1] == pytest.approx(
+        activation.effective_rs(0.9, 1, 5.0, 0.0, floor=0.05, base=0.05)
+    )
+    values = [rs for _, rs in future]
+    assert values == sorted(values, reverse=True) and values[0] == pytest.approx(past[-1][1])

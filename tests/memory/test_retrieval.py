@@ -575,3 +575,49 @@ def test_variants_without_match_evidence_still_come_newest_first(owner: Any) -> 
     mk(owner, "NEW", "Always start attribute names with 'j_'")
     results = recall(owner=owner, query="LRU cache class with get and put methods", now=NOW)
     assert [r.id for r in results] == ["ENG-NEW", "ENG-OLD"]
+
+
+@pytest.mark.sqlite
+@pytest.mark.django_db
+def test_the_raw_row_inject_reads_matches_the_model(owner: Any) -> None:
+    """inject reads engrams with raw SQL for speed; every field must land where the model has it."""
+    from django.utils import timezone
+
+    from memory.services import retrieval
+
+    engram = make_engram(owner, statement="Pin every dependency", scope="project:x")
+    Engram.objects.filter(pk=engram.pk).update(
+        consolidated=True,
+        feedback_positive=3,
+        feedback_negative=1,
+        polarity="do",
+        enforcement="reminder",
+        provisional_until=timezone.now(),
+    )
+    engram.refresh_from_db()
+    row = retrieval._candidate_rows([engram.pk])[engram.pk]
+    for name in retrieval._ROW_NAMES:
+        expected = engram.pk if name == "pk" else getattr(engram, name)
+        assert getattr(row, name) == expected, name
+    assert row.feedback_net == engram.feedback_net == 2
+
+
+@pytest.mark.django_db
+def test_recall_and_inject_score_an_engram_the_same(owner: Any) -> None:
+    """One scoring path: an engram inject surfaces carries the score recall gives it."""
+    rows = [
+        make_engram(owner, statement=text)
+        for text in (
+            "Run database migrations before the test suite",
+            "Use uv to install Python packages",
+            "Prefer small pull requests",
+        )
+    ]
+    prompt = "run the database migrations before tests"
+    recalled = {r.id: r.score for r in recall(owner=owner, query=prompt, limit=10)}
+    injected = inject(owner=owner, prompt=prompt)
+    surfaced = injected.directives + injected.constraints + injected.consider
+    assert surfaced, "the migrations rule is relevant and must be injected"
+    for item in surfaced:
+        assert item["score"] == pytest.approx(recalled[item["id"]], abs=1e-6), item
+    assert rows[0].engram_id in {item["id"] for item in surfaced}
