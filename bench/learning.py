@@ -224,6 +224,7 @@ def main() -> None:
     if not DATA.is_dir():
         print(f"eval data not found at {DATA}; nothing to benchmark (skipped).")
         return
+    settings.ENGRAM_RATE_LIMIT_PER_MINUTE = 10**9  # a replay, not an agent: no rate limit
     if not args.llm:
         settings.ANTHROPIC_API_KEY = ""  # the fallback extractor, what users get without a key
     setup_test_environment()

@@ -14,16 +14,3 @@ class MemoryConfig(AppConfig):
         from lib import embedder
 
         embedder.configure(threads=int(settings.ENGRAM_EMBEDDER_THREADS))
-
-        from memory.integrations.mcp import tools_register
-        from memory.integrations.mcp_learning import learning_tools
-        from memory.models import ReviewItem
-        from memory.services import learning
-        from memory.services.review import kind_register
-
-        kind_register(
-            ReviewItem.Kind.SUPERSEDED,
-            actions=("defer", "keep", "restore"),
-            apply=learning.superseded_apply,
-        )
-        tools_register(learning_tools)

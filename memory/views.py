@@ -158,7 +158,7 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
             "review_open": open_items,
             "nav_review_open": open_items,
             "batch_size": batch_size,
-            "learning": learning.summary(owner=request.user),
+            "captured_today": learning.captured_today(owner=request.user),
         },
     )
 

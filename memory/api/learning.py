@@ -154,11 +154,10 @@ def lesson_undo(token: ApiToken, engram_id: str) -> dict[str, Any]:
 
 
 def settings_dict(owner: Any) -> dict[str, Any]:
-    summary = learning.summary(owner=owner)
     return {
         "review_all": learning.review_all(owner),
-        "captured_today": summary.captured_today,
-        "signals_today": summary.signals_today,
+        "captured_today": learning.captured_today(owner=owner),
+        "signals_today": learning.signals_today(owner=owner),
     }
 
 

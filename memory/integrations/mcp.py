@@ -28,6 +28,7 @@ from memory.access import (
 )
 from memory.api.schemas import DateTime, EngramOut, EpisodeOut, InjectOut, StatusOut, clean_text
 from memory.errors import DomainError
+from memory.integrations.mcp_learning import learning_tools
 from memory.models import ApiToken
 from memory.services import engrams as engram_services
 from memory.services import episodes as episode_services
@@ -298,6 +299,7 @@ def build_server(token: ApiToken) -> MCPServer:
         }
         return StatusOut(**body).model_dump(mode="json")
 
+    learning_tools(server, token, _tool)
     for provider in TOOL_PROVIDERS:
         provider(server, token)
     return server

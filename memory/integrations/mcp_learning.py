@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -11,9 +12,8 @@ from memory.models import ApiToken
 from memory.services import learning
 
 
-def learning_tools(server: MCPServer, token: ApiToken) -> None:
-    """Register the learning tools for `token` (called by every MCP server build)."""
-    from memory.integrations.mcp import domain_tool
+def learning_tools(server: MCPServer, token: ApiToken, domain_tool: Callable[[Any], Any]) -> None:
+    """Register the learning tools for `token` on `server`, each wrapped with `domain_tool`."""
 
     @server.tool()
     @domain_tool

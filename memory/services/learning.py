@@ -11,8 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -36,6 +35,7 @@ from memory.services.engrams import engram_learn
 from memory.services.events import event_record
 from memory.services.jobs import job_enqueue
 from memory.services.llm import PRODUCER_HEURISTIC, PRODUCER_LLM, LlmUnavailable, llm_run
+from memory.services.review import kind_register
 
 MAX_SIGNAL_CHARS = 8000
 # One Stop's transcript delta: bounded so a huge session is taken in several passes.
@@ -594,6 +594,13 @@ def superseded_apply(
     return {"restored": old.engram_id}
 
 
+# Registered on import: every process that decides reviews (dashboard, REST, MCP) imports this
+# module through its hook or learning endpoints.
+kind_register(
+    ReviewItem.Kind.SUPERSEDED, actions=("defer", "keep", "restore"), apply=superseded_apply
+)
+
+
 def engram_restore(*, owner: Any, engram: Engram, actor: str, now: datetime) -> Engram:
     """Bring a superseded (or undone) engram back: active, no longer superseded."""
     engram.superseded_by = None
@@ -635,23 +642,19 @@ def lesson_undo(*, owner: Any, engram_id: str, actor: str = "person") -> Engram:
 # --- reads -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LearningSummary:
-    captured_today: int
-    signals_today: int
+def _day_start(now: datetime | None) -> datetime:
+    return (now or timezone.now()).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def summary(*, owner: Any, now: datetime | None = None) -> LearningSummary:
-    """How many lessons were captured (new, superseding or waiting in review) and how many
-    signals arrived since 00:00 UTC."""
-    now = now or timezone.now()
-    start = now.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(0)
-    return LearningSummary(
-        captured_today=LearningDraft.objects.filter(
-            owner=owner, created_at__gte=start, result__in=COUNTED
-        ).count(),
-        signals_today=LearningSignal.objects.filter(owner=owner, created_at__gte=start).count(),
-    )
+def captured_today(*, owner: Any, now: datetime | None = None) -> int:
+    """Lessons captured since 00:00 (new, superseding or waiting in review): one query."""
+    return LearningDraft.objects.filter(
+        owner=owner, created_at__gte=_day_start(now), result__in=COUNTED
+    ).count()
+
+
+def signals_today(*, owner: Any, now: datetime | None = None) -> int:
+    return LearningSignal.objects.filter(owner=owner, created_at__gte=_day_start(now)).count()
 
 
 def signals_for(
