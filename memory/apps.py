@@ -12,5 +12,7 @@ class MemoryConfig(AppConfig):
         from django.conf import settings
 
         from lib import embedder
+        from memory.services import learning
 
         embedder.configure(threads=int(settings.ENGRAM_EMBEDDER_THREADS))
+        learning.review_kinds_register()

@@ -49,7 +49,7 @@ LAYERS = {
     "validation": 0,
     "scanner": 0,
     "interop": 0,
-    "apps": 1,
+    "apps": 6,  # AppConfig.ready() wires the app in (registrations) like the other edges
     "fields": 1,
     "models": 1,
     "migrations": 1,
@@ -126,7 +126,7 @@ def layer(module: str) -> int:
     if module in PURE_MODULES or parts[0] == "lib":
         return 0
     if len(parts) == 1:
-        return LAYERS["apps"]
+        return 1  # a package's __init__
     return LAYERS.get(parts[1], DEFAULT_LAYER)
 
 

@@ -594,11 +594,11 @@ def superseded_apply(
     return {"restored": old.engram_id}
 
 
-# Registered on import: every process that decides reviews (dashboard, REST, MCP) imports this
-# module through its hook or learning endpoints.
-kind_register(
-    ReviewItem.Kind.SUPERSEDED, actions=("defer", "keep", "restore"), apply=superseded_apply
-)
+def review_kinds_register() -> None:
+    """Called from MemoryConfig.ready(): every process knows how to decide a superseded item."""
+    kind_register(
+        ReviewItem.Kind.SUPERSEDED, actions=("defer", "keep", "restore"), apply=superseded_apply
+    )
 
 
 def engram_restore(*, owner: Any, engram: Engram, actor: str, now: datetime) -> Engram:

@@ -155,7 +155,9 @@ def test_a_whole_session_replayed_in_order(
     session.refresh_from_db()
     assert session.ended_at is not None
     assert session.last_assistant_message.startswith("Fixed: the enum value")
-    assert len(callbacks) == 1  # outcome attribution queued
+    # Outcome attribution and the transcript capture are queued.
+    queued = sorted(callback.task_name for callback in callbacks)
+    assert queued == ["engram.attribute_session", "engram.learning_capture"]
 
     # The user keeps going: the next prompt reopens the session, the next end queues again.
     hook(api, payload("UserPromptSubmit.json"))
@@ -167,7 +169,10 @@ def test_a_whole_session_replayed_in_order(
     assert seeded["enum"] in compact["hookSpecificOutput"]["additionalContext"]  # last prompt
     with django_capture_on_commit_callbacks() as callbacks:
         assert hook(api, payload("SessionEnd.json")).json() == {}
-    assert len(callbacks) == 1
+    assert sorted(c.task_name for c in callbacks) == [
+        "engram.attribute_session",
+        "engram.learning_capture",
+    ]
     assert AgentSession.objects.count() == 1
 
 
