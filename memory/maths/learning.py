@@ -332,14 +332,18 @@ _TRAILING_CHATTER = re.compile(
     r"right)\s*[.!?]*$",
     re.I,
 )
+# The X ends at a comma, a semicolon or a sentence's full stop (a dot followed by a space or
+# the end), so "instead of os.path." keeps "os.path".
 _ANTI = (
-    re.compile(r"\binstead\s+of\s+(.+?)(?:[,;.]|$)", re.I),
-    re.compile(r"\brather\s+than\s+(.+?)(?:[,;.]|$)", re.I),
-    re.compile(r"\bprefer\w*\s+.+?\s+(?:over|to)\s+(.+?)(?:[,;.]|$)", re.I),
+    re.compile(r"\binstead\s+of\s+(.+?)(?:[,;]|\.(?=\s|$)|$)", re.I),
+    re.compile(r"\brather\s+than\s+(.+?)(?:[,;]|\.(?=\s|$)|$)", re.I),
+    re.compile(r"\bprefer\w*\s+.+?\s+(?:over|to)\s+(.+?)(?:[,;]|\.(?=\s|$)|$)", re.I),
     re.compile(r"\bnot\s+(.+?)\s*,?\s+but\b", re.I),
-    re.compile(r"[,;]\s*(?:and\s+)?not\s+(.+?)(?:[,;.]|$)", re.I),
+    re.compile(r"[,;]\s*(?:and\s+)?not\s+(.+?)(?:[,;]|\.(?=\s|$)|$)", re.I),
     re.compile(r"\S\s+not\s+([\w.@/'\"`-]+)\s*[.!]?$", re.I),
-    re.compile(r"\b(?:never|do\s+not|don'?t|avoid|stop|no\s+more)\s+(.+?)(?:[,;.]|$)", re.I),
+    re.compile(
+        r"\b(?:never|do\s+not|don'?t|avoid|stop|no\s+more)\s+(.+?)(?:[,;]|\.(?=\s|$)|$)", re.I
+    ),
 )
 _NEGATIVE_START = re.compile(
     r"^(?:never|do\s+not|don'?t|avoid|stop|no\s+more|not\b|(?:we|i)\s+(?:do\s+not|don'?t|"

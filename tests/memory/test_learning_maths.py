@@ -167,3 +167,10 @@ def test_an_error_followed_by_a_similar_success_is_a_fix() -> None:
     assert fixes[0].fixed == "pnpm install left-pad"
     assert "instead of `npm install left-pad`" in fixes[0].statement
     assert "npm: command not found" in fixes[0].statement
+
+
+def test_a_dotted_name_stays_whole_in_the_anti_pattern() -> None:
+    from memory.maths.learning import anti_pattern_of
+
+    assert anti_pattern_of("Use pathlib instead of os.path.") == "os.path"
+    assert anti_pattern_of("Use httpx rather than requests.get, always.") == "requests.get"
