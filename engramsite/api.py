@@ -13,6 +13,7 @@ from exchange.api import router as exchange_router
 from memory.api.endpoints import router as memory_router
 from memory.api.errors import status_of
 from memory.api.learning import router as learning_router
+from memory.api.review import router as review_router
 from memory.errors import DomainError, envelope, envelope_of
 
 
@@ -34,6 +35,7 @@ api = EngramApi(
 )
 
 api.add_router("/v1/", memory_router)
+api.add_router("/v1/", review_router)
 api.add_router("/v1/", learning_router)
 api.add_router("/v1/exchange/", exchange_router)
 

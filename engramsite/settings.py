@@ -278,6 +278,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "abstraction-prompts": {"task": "engram.refresh_abstraction_prompts", "schedule": 6 * 3600.0},
     "exchange-refresh-fitness": {"task": "exchange.refresh_fitness", "schedule": 6 * 3600.0},
     "exchange-expire-trials": {"task": "exchange.expire_trials", "schedule": 3600.0},
+    "maintenance": {"task": "engram.maintain", "schedule": 24 * 3600.0},
 }
 
 # --- Engram -------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ class MemoryConfig(AppConfig):
         from django.conf import settings
 
         from lib import embedder
-        from memory.services import learning
+        from memory.services import learning, maintenance
 
         embedder.configure(threads=int(settings.ENGRAM_EMBEDDER_THREADS))
         learning.review_kinds_register()
+        maintenance.review_kinds_register()

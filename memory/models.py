@@ -712,6 +712,9 @@ class ReviewItem(models.Model):
 class Event(models.TextChoices):
     """Every lifecycle event name; `event_record` refuses any other (a typo is a bug, not a row)."""
 
+    MAINTENANCE_PROPOSED = "maintenance_proposed"
+    ENGRAM_ESCALATED = "engram_escalated"
+    ENGRAM_DEESCALATED = "engram_deescalated"
     ENGRAM_CREATED = "engram_created"
     ENGRAM_UPDATED = "engram_updated"
     ENGRAM_MERGED = "engram_merged"

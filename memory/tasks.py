@@ -64,3 +64,12 @@ def learning_capture(session_pk: int) -> dict[str, int]:
     from memory.services import learning
 
     return learning.session_capture(session_pk=session_pk)
+
+
+@shared_task(name="engram.maintain")
+def maintain() -> dict[str, int]:
+    """Daily: maintenance proposals from effectiveness, and automatic de-escalation; a second
+    run the same day makes nothing new."""
+    from memory.services import maintenance
+
+    return maintenance.maintain_all()

@@ -300,6 +300,58 @@ def build_server(token: ApiToken) -> MCPServer:
         return StatusOut(**body).model_dump(mode="json")
 
     learning_tools(server, token, _tool)
+
+    @server.tool()
+    @_tool
+    def review_list(kind: str | None = None, limit: int = 50) -> dict[str, Any]:
+        """Open review items (proposals, candidates, contradictions...), oldest first, each with
+        its proposed change, evidence and the actions review_decide accepts."""
+        from memory.api.review import item_dict, open_items
+
+        items = open_items(token, kind or None)
+        return {
+            "items": [item_dict(i) for i in items[: max(1, min(limit, 200))]],
+            "total": len(items),
+        }
+
+    @server.tool()
+    @_tool
+    def review_decide(
+        item_id: int, action: str, edits: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Decide one review item with one of its actions (e.g. approve, reject, defer); `edits`
+        carries an action's fields (statement, tags, ...), as in the dashboard."""
+        from memory.api.review import EDIT_FIELDS, item_dict, item_visible
+        from memory.errors import NotFound
+        from memory.models import ReviewItem
+        from memory.services import review as review_services
+
+        item = (
+            ReviewItem.objects.filter(owner=owner, pk=item_id)
+            .exclude(kind=ReviewItem.Kind.CALIBRATION)
+            .select_related("engram", "other")
+            .first()
+        )
+        if item is None or not item_visible(token, item):
+            raise NotFound("Review item")
+        clean = {k: v for k, v in (edits or {}).items() if k in EDIT_FIELDS}
+        decided = review_services.review_decide(
+            owner=owner, item=item, action=action, actor=actor, edits=clean
+        )
+        decided.refresh_from_db()
+        return item_dict(decided)
+
+    @server.tool()
+    @_tool
+    def review_decide_all(action: Literal["approve", "defer"]) -> dict[str, Any]:
+        """Approve or defer every undecided item of today's review batch that offers it."""
+        from memory.services import review as review_services
+
+        require_scope(token, "*")
+        return {
+            "decided": review_services.review_decide_all(owner=owner, action=action, actor=actor)
+        }
+
     for provider in TOOL_PROVIDERS:
         provider(server, token)
     return server

@@ -24,7 +24,7 @@ from memory.services.engrams import engram_learn
 TOOLS = {
     "learn", "recall", "inject", "feedback", "forget", "capture", "timeline", "session_start",
     "session_end", "status", "learning_signals", "learning_drafts", "learning_settings",
-    "lesson_undo",
+    "lesson_undo", "review_list", "review_decide", "review_decide_all",
 }  # fmt: skip
 AWS_KEY = "AKIA" + "IOSFODNN7ABCDEFG"
 

@@ -1,0 +1,504 @@
+"""Maintenance: turn each classified engram's effectiveness into one concrete, reviewable change.
+
+The daily job (`engram.maintain`, or `manage.py engram_maintain`) classifies every engram of an
+owner (memory.selectors.classified, the one quadrant implementation), asks
+`memory.maths.effectiveness.maintenance_action` what to do, and opens at most one maintenance
+review item per engram with the change and its evidence:
+
+- Working, not updated for 90 days: a staleness review (approve = still true).
+- Leech: a rewritten statement (Claude; fallback: the statement with its anti-pattern and
+  trigger made explicit), or, when that changes nothing, the next enforcement level.
+- Hidden Gem: added tags (Claude; fallback: the salient words of the prompts it was followed in).
+- Noise: retirement.
+- Mostly irrelevant (share > 0.6 over at least 5 outcomes): narrower use, as contraindications
+  (Claude; fallback: the salient words of the prompts it was judged irrelevant in).
+
+Idempotent: an engram with an open proposal gets no other; a rejected proposal is not made again
+for 30 days unless the engram's outcome count moved by 5 or more. The same job de-escalates an
+escalated engram after 3 seven-day windows at or above its pre-escalation effectiveness.
+Applying a proposal is one review decision (dashboard, REST or MCP); see `proposal_apply`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from memory import selectors
+from memory.errors import Conflict
+from memory.maths import effectiveness, textnorm
+from memory.maths.attribution import key_terms
+from memory.models import Engram, Event, Injection, Outcome, ReviewItem
+from memory.services import llm
+from memory.services.engrams import engram_retire, engram_update
+from memory.services.events import event_record
+
+REJECTED_MEMORY_DAYS = 30
+RECOUNT_OUTCOMES = 5
+WINDOW_DAYS = 7
+MAX_NEW_TAGS = 5
+MAX_PROMPTS = 40  # prompts read for the keyword fallbacks
+LLM_CHANGES = {"rewrite", "broaden", "refine_keywords"}
+
+K = ReviewItem.Kind
+OPEN = (ReviewItem.State.PENDING, ReviewItem.State.DEFERRED)
+
+REWRITE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "statement": {"type": "string", "minLength": 8, "maxLength": 400},
+        "reason": {"type": "string", "maxLength": 300},
+    },
+    "required": ["statement"],
+}
+KEYWORDS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "keywords": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 2, "maxLength": 40},
+            "minItems": 1,
+            "maxItems": MAX_NEW_TAGS,
+        },
+        "reason": {"type": "string", "maxLength": 300},
+    },
+    "required": ["keywords"],
+}
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One proposed change: `change` names the kind, `fields` what approving writes."""
+
+    change: str  # staleness_review | rewrite | escalate | broaden | retire | refine_keywords
+    fields: dict[str, Any]
+    producer: str  # llm | heuristic
+    summary: str
+
+
+# --- the daily job ------------------------------------------------------------------------
+
+
+def maintain_all(*, now: datetime | None = None) -> dict[str, int]:
+    """Run maintenance for every owner with engrams; what each made, by username."""
+    owners = get_user_model().objects.filter(engram__isnull=False).distinct()
+    return {owner.get_username(): len(maintain(owner=owner, now=now)) for owner in owners}
+
+
+def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
+    """Open the maintenance proposals the owner's engrams call for now; the new items."""
+    now = now or timezone.now()
+    groups = selectors.classified(owner)
+    engrams = Engram.objects.for_owner(owner).filter(
+        pk__in=list(groups.by_pk), status=Engram.Status.ACTIVE
+    )
+    busy = set(
+        ReviewItem.objects.filter(owner=owner, kind=K.MAINTENANCE, state__in=OPEN).values_list(
+            "engram_id", flat=True
+        )
+    )
+    rejected = _recently_rejected(owner, now)
+    made: list[ReviewItem] = []
+    for engram in engrams.defer("embedding"):
+        c = groups.by_pk[engram.pk]
+        action = effectiveness.maintenance_action(
+            c, updated_days_ago=(now - engram.updated_at).total_seconds() / 86400
+        )
+        if action is None or engram.pk in busy:
+            continue
+        at_rejection = rejected.get(engram.pk)
+        if at_rejection is not None and abs(c.outcomes - at_rejection) < RECOUNT_OUTCOMES:
+            continue
+        proposal = _propose(owner, engram, action)
+        if proposal is None:
+            continue
+        made.append(_open(owner, engram, action, proposal, c, groups.median, now))
+    _deescalate(owner, now)
+    return made
+
+
+def _recently_rejected(owner: Any, now: datetime) -> dict[int, int]:
+    """Engram pk -> its outcome count when a person last rejected its proposal (30 days)."""
+    since = now - timedelta(days=REJECTED_MEMORY_DAYS)
+    found: dict[int, int] = {}
+    for engram_id, payload in (
+        ReviewItem.objects.filter(
+            owner=owner, kind=K.MAINTENANCE, decision="reject", decided_at__gte=since
+        )
+        .order_by("decided_at")
+        .values_list("engram_id", "payload")
+    ):
+        evidence = payload.get("evidence", {}) if isinstance(payload, dict) else {}
+        found[engram_id] = int(evidence.get("outcomes", 0))
+    return found
+
+
+def _open(
+    owner: Any,
+    engram: Engram,
+    action: str,
+    proposal: Proposal,
+    c: effectiveness.Classification,
+    median: float | None,
+    now: datetime,
+) -> ReviewItem:
+    evidence = {
+        "quadrant": c.quadrant,
+        "effectiveness": None if c.effectiveness is None else round(c.effectiveness, 4),
+        "outcomes": c.outcomes,
+        "surfaced": engram.surfaced,
+        "surfaced_median": median,
+        "followed": engram.followed,
+        "contradicted": engram.contradicted,
+        "ignored": engram.ignored,
+        "irrelevant": engram.irrelevant,
+        "irrelevant_share": None if c.irrelevant_share is None else round(c.irrelevant_share, 4),
+        "sessions": _example_sessions(engram),
+    }
+    before = {name: _jsonable(getattr(engram, name)) for name in proposal.fields}
+    with transaction.atomic():
+        item = ReviewItem.objects.create(
+            owner=owner,
+            kind=K.MAINTENANCE,
+            engram=engram,
+            payload={
+                "action": action,
+                "change": proposal.change,
+                "fields": proposal.fields,
+                "before": before,
+                "producer": proposal.producer,
+                "evidence": evidence,
+            },
+            reason=proposal.summary,
+            created_at=now,
+        )
+        event_record(
+            owner=owner,
+            event=Event.MAINTENANCE_PROPOSED,
+            engram=engram,
+            actor="maintenance",
+            data={"item": item.pk, "change": proposal.change, "producer": proposal.producer},
+            when=now,
+        )
+    return item
+
+
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, list | tuple) else value
+
+
+def _example_sessions(engram: Engram, limit: int = 3) -> list[str]:
+    return list(
+        Outcome.objects.filter(engram=engram)
+        .order_by("-created_at")
+        .values_list("injection__session__session_id", flat=True)[:limit]
+    )
+
+
+# --- what to propose ------------------------------------------------------------------------
+
+
+def _propose(owner: Any, engram: Engram, action: str) -> Proposal | None:
+    if action == "staleness_review":
+        return Proposal(
+            "staleness_review",
+            {},
+            "heuristic",
+            "Working well, but unchanged for 90 days: is it still true?",
+        )
+    if action == "retire":
+        return Proposal(
+            "retire", {"status": "retired"}, "heuristic", "Rarely surfaced and rarely followed."
+        )
+    if action == "rewrite_or_escalate":
+        rewritten, producer = _rewrite(owner, engram)
+        if rewritten and textnorm.content_hash(rewritten) != engram.content_hash:
+            return Proposal(
+                "rewrite",
+                {"statement": rewritten},
+                producer,
+                "Often surfaced, rarely followed: say it so it cannot be missed.",
+            )
+        level = effectiveness.next_level(engram.enforcement)  # type: ignore[arg-type]
+        if level is None:
+            return None  # already a reminder and nothing to rewrite: a person's call
+        return Proposal(
+            "escalate",
+            {"enforcement": level},
+            "heuristic",
+            f"Often surfaced, rarely followed: escalate to {level}.",
+        )
+    if action == "broaden":
+        words, producer = _keywords(owner, engram, result="followed", task="broaden")
+        tags = _merged(engram.tags, words)
+        if tags == list(engram.tags or []):
+            return None
+        return Proposal(
+            "broaden",
+            {"tags": tags},
+            producer,
+            "Followed when it surfaces, but it rarely does: more ways to find it.",
+        )
+    if action == "refine_keywords":
+        words, producer = _keywords(owner, engram, result="irrelevant", task="refine")
+        if not words:
+            return None
+        note = "not for: " + ", ".join(words)
+        current = list(engram.contraindications or [])
+        if note in current:
+            return None
+        return Proposal(
+            "refine_keywords",
+            {"contraindications": [*current, note]},
+            producer,
+            "Mostly judged irrelevant where it surfaces: narrow where it applies.",
+        )
+    return None
+
+
+def rewrite_fallback(statement: str, anti_pattern: str, trigger_context: str) -> str:
+    """The statement with its anti-pattern and trigger made explicit (no LLM)."""
+    text = statement.strip().rstrip(".")
+    parts = [text]
+    if anti_pattern and anti_pattern.lower() not in text.lower():
+        parts.append(f"never {anti_pattern.strip().rstrip('.')}")
+    trigger = " or ".join(t.strip() for t in re.split(r"[,|\n]+", trigger_context) if t.strip())
+    if trigger and trigger.lower() not in text.lower():
+        parts.insert(0, f"When {trigger}:")
+        return f"{parts[0]} {'; '.join(parts[1:])}."
+    return "; ".join(parts) + "."
+
+
+def _rewrite(owner: Any, engram: Engram) -> tuple[str, str]:
+    anti = engram.extra.get("anti_pattern", "") if isinstance(engram.extra, dict) else ""
+    anti = anti if isinstance(anti, str) else ""
+    try:
+        answer = llm.llm_run(
+            owner=owner,
+            task="maintenance.rewrite",
+            schema=REWRITE_SCHEMA,
+            instructions=(
+                "This rule for a coding agent is often shown to the agent but rarely followed. "
+                "Rewrite it as one short imperative sentence that states the trigger, the action "
+                "and what not to do, keeping its meaning. Reply with the new statement."
+            ),
+            data=f"Rule: {engram.statement}\nAnti-pattern: {anti}\nWhen: {engram.trigger_context}",
+        )
+        return str(answer["statement"]).strip(), llm.PRODUCER_LLM
+    except llm.LlmUnavailable:
+        fallback = rewrite_fallback(engram.statement, anti, engram.trigger_context)
+        return fallback, llm.PRODUCER_HEURISTIC
+
+
+def _prompts(engram: Engram, result: str) -> list[str]:
+    sessions = Outcome.objects.filter(engram=engram, result=result).values_list(
+        "injection__session_id", flat=True
+    )
+    return list(
+        Injection.objects.filter(session_id__in=sessions)
+        .exclude(query="")
+        .order_by("-created_at")
+        .values_list("query", flat=True)[:MAX_PROMPTS]
+    )
+
+
+def salient_words(
+    prompts: Iterable[str], known: Iterable[str], limit: int = MAX_NEW_TAGS
+) -> list[str]:
+    """The words most prompts share that the engram does not already say (no LLM)."""
+    seen = {word.lower() for text in known for word in key_terms(text, limit=50)}
+    counts: Counter[str] = Counter()
+    for prompt in prompts:
+        counts.update({w for w in key_terms(prompt, limit=50) if w not in seen and len(w) > 2})
+    return [word for word, n in counts.most_common() if n >= 2][:limit]
+
+
+def _keywords(owner: Any, engram: Engram, *, result: str, task: str) -> tuple[list[str], str]:
+    prompts = _prompts(engram, result)
+    if not prompts:
+        return [], llm.PRODUCER_HEURISTIC
+    known = [engram.statement, *(engram.tags or [])]
+    purpose = (
+        "where this rule applies but is not being found: keywords to find it by"
+        if result == "followed"
+        else "where this rule keeps being shown but does not apply: keywords for the contexts to "
+        "exclude"
+    )
+    try:
+        answer = llm.llm_run(
+            owner=owner,
+            task=f"maintenance.{task}",
+            schema=KEYWORDS_SCHEMA,
+            instructions=(
+                f"Rule for a coding agent: {engram.statement}\nThe data holds prompts {purpose}. "
+                f"Reply with at most {MAX_NEW_TAGS} short lowercase keywords."
+            ),
+            data="\n".join(prompts),
+        )
+        words = [str(w).strip().lower() for w in answer["keywords"] if str(w).strip()]
+        return words[:MAX_NEW_TAGS], llm.PRODUCER_LLM
+    except llm.LlmUnavailable:
+        return salient_words(prompts, known), llm.PRODUCER_HEURISTIC
+
+
+def _merged(tags: Iterable[str] | None, words: Iterable[str]) -> list[str]:
+    out = list(tags or [])
+    for word in words:
+        if word not in out:
+            out.append(word)
+    return out
+
+
+# --- applying -----------------------------------------------------------------------------
+
+
+def proposal_apply(
+    *,
+    owner: Any,
+    item: ReviewItem,
+    action: str,
+    actor: str,
+    edits: Mapping[str, Any],
+    now: datetime,
+) -> dict[str, Any]:
+    """Decide a maintenance item (inside the review decision's transaction).
+
+    approve: write the proposed change (an edited statement or tags may replace it); a rewrite
+    keeps the old text in the engram's history (event `engram_updated` with both). reject: keep
+    the engram as it is; the proposal is not made again for 30 days unless its counts move.
+    retire: retire the engram whatever was proposed.
+    """
+    engram = item.engram
+    payload = item.payload if isinstance(item.payload, dict) else {}
+    change = str(payload.get("change", ""))
+    if engram is None:
+        return {"change": change}
+    engram.refresh_from_db()
+    if action == "retire":
+        engram_retire(owner=owner, engram=engram, actor=actor, reason="maintenance")
+        return {"change": change, "applied": "retire"}
+    if action != "approve":
+        return {"change": change}
+    if engram.status == Engram.Status.RETIRED:
+        raise Conflict(
+            f"{engram.engram_id} is retired; the proposal no longer applies.", code="engram_retired"
+        )
+    fields = dict(payload.get("fields") or {})
+    for name in ("statement", "tags"):
+        if name in edits and name in fields:
+            fields[name] = edits[name]
+    if change == "retire":
+        engram_retire(owner=owner, engram=engram, actor=actor, reason="noise: rarely followed")
+    elif change == "staleness_review":
+        Engram.objects.filter(pk=engram.pk).update(updated_at=now)
+    elif change == "escalate":
+        level = str(fields["enforcement"])
+        before = engram.enforcement
+        engram.pre_escalation_effectiveness = effectiveness.effectiveness(
+            engram.followed, engram.contradicted, engram.ignored, engram.irrelevant
+        )
+        engram.save(update_fields=["pre_escalation_effectiveness"])
+        engram_update(owner=owner, engram=engram, changes={"enforcement": level}, actor=actor)
+        event_record(
+            owner=owner,
+            event=Event.ENGRAM_ESCALATED,
+            engram=engram,
+            actor=actor,
+            data={
+                "from": before,
+                "to": level,
+                "effectiveness": engram.pre_escalation_effectiveness,
+            },
+            when=now,
+        )
+    else:
+        engram_update(owner=owner, engram=engram, changes=fields, actor=actor)
+    return {"change": change, "applied": fields or change}
+
+
+def review_kinds_register() -> None:
+    """From MemoryConfig.ready(): maintenance items are decided here."""
+    from memory.services.review import kind_register
+
+    kind_register(
+        K.MAINTENANCE, actions=("defer", "approve", "reject", "retire"), apply=proposal_apply
+    )
+
+
+# --- de-escalation --------------------------------------------------------------------------
+
+
+def window_effectiveness(engram: Engram, since: datetime, now: datetime) -> list[float]:
+    """Effectiveness in each complete 7-day window since `since`, oldest first (windows with no
+    outcome are left out: nothing was measured)."""
+    rows = Outcome.objects.filter(engram=engram, created_at__gte=since, created_at__lt=now)
+    windows: dict[int, Counter[str]] = {}
+    complete = int((now - since).total_seconds() // (WINDOW_DAYS * 86400))
+    for result, created in rows.values_list("result", "created_at"):
+        index = int((created - since).total_seconds() // (WINDOW_DAYS * 86400))
+        if index < complete:
+            windows.setdefault(index, Counter())[result] += 1
+    values = []
+    for index in sorted(windows):
+        c = windows[index]
+        value = effectiveness.effectiveness(
+            c["followed"], c["contradicted"], c["ignored"], c["irrelevant"]
+        )
+        if value is not None:
+            values.append(value)
+    return values
+
+
+def _deescalate(owner: Any, now: datetime) -> int:
+    done = 0
+    escalated = Engram.objects.for_owner(owner).filter(
+        ~Q(enforcement=Engram.Enforcement.ADVISORY),
+        pre_escalation_effectiveness__isnull=False,
+        status=Engram.Status.ACTIVE,
+    )
+    for engram in escalated.defer("embedding"):
+        since = (
+            engram.events.filter(event=Event.ENGRAM_ESCALATED)
+            .order_by("-created_at")
+            .values_list("created_at", flat=True)
+            .first()
+        )
+        if since is None:
+            continue
+        windows = window_effectiveness(engram, since, now)
+        pre = float(engram.pre_escalation_effectiveness or 0.0)
+        if not effectiveness.should_deescalate(windows, pre):
+            continue
+        level = effectiveness.previous_level(engram.enforcement)  # type: ignore[arg-type]
+        if level is None:
+            continue
+        with transaction.atomic():
+            before = engram.enforcement
+            engram.enforcement = level
+            engram.pre_escalation_effectiveness = None if level == "advisory" else pre
+            engram.updated_at = now
+            engram.save(update_fields=["enforcement", "pre_escalation_effectiveness", "updated_at"])
+            event_record(
+                owner=owner,
+                event=Event.ENGRAM_DEESCALATED,
+                engram=engram,
+                actor="maintenance",
+                data={
+                    "from": before,
+                    "to": level,
+                    "windows": [round(w, 4) for w in windows[-3:]],
+                    "pre_escalation": pre,
+                },
+                when=now,
+            )
+        done += 1
+    return done

@@ -1,0 +1,311 @@
+"""Maintenance: one proposal per engram from its quadrant, applied by one review decision."""
+
+from __future__ import annotations
+
+import io
+from datetime import timedelta
+from http import HTTPStatus
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+
+from memory.models import (
+    AgentSession,
+    Engram,
+    Event,
+    Injection,
+    LifecycleEvent,
+    Outcome,
+    ReviewItem,
+)
+from memory.services import maintenance, review
+from tests.memory.helpers import make_engram
+
+pytestmark = pytest.mark.django_db
+
+
+def counts(engram: Engram, **values: int) -> Engram:
+    Engram.objects.filter(pk=engram.pk).update(**values)
+    engram.refresh_from_db()
+    return engram
+
+
+def prompts(owner: Any, engram: Engram, result: str, texts: list[str]) -> None:
+    for n, text in enumerate(texts):
+        session = AgentSession.objects.create(owner=owner, session_id=f"{engram.pk}-{result}-{n}")
+        injection = Injection.objects.create(
+            owner=owner, session=session, engram=engram, bucket="directive", query=text
+        )
+        Outcome.objects.create(
+            owner=owner, injection=injection, engram=engram, result=result, source="auto-heuristic"
+        )
+
+
+@pytest.fixture
+def store(owner: Any) -> dict[str, Engram]:
+    """One engram per quadrant (surfaced median 1), and one mostly irrelevant."""
+    old = timezone.now() - timedelta(days=120)
+    working = counts(
+        make_engram(owner, statement="Run the migrations before the tests"),
+        surfaced=20,
+        followed=8,
+        ignored=2,
+        updated_at=old,
+    )
+    leech = make_engram(
+        owner,
+        statement="Pin dependency versions",
+        trigger_context="pip install",
+        extra={"anti_pattern": "unpinned requirements"},
+    )
+    leech = counts(leech, surfaced=20, followed=1, contradicted=5)
+    gem = counts(make_engram(owner, statement="Tag releases with semver"), surfaced=1, followed=5)
+    noise = counts(make_engram(owner, statement="Prefer tabs in YAML"), surfaced=1, ignored=5)
+    stray = counts(
+        make_engram(owner, statement="Use the billing sandbox key"), surfaced=1, irrelevant=5
+    )
+    prompts(owner, gem, "followed", ["cut the release for the mobile app", "mobile release notes"])
+    prompts(owner, stray, "irrelevant", ["fix the docs typo in readme", "readme docs layout"])
+    return {"working": working, "leech": leech, "gem": gem, "noise": noise, "stray": stray}
+
+
+def proposals(owner: Any) -> dict[str, ReviewItem]:
+    items = ReviewItem.objects.filter(owner=owner, kind="maintenance").select_related("engram")
+    return {item.engram.statement: item for item in items}
+
+
+def test_each_quadrant_gets_its_concrete_change_without_a_key(owner: Any, store: Any) -> None:
+    made = maintenance.maintain(owner=owner)
+    assert len(made) == 5
+    by = proposals(owner)
+    working = by[store["working"].statement].payload
+    assert working["change"] == "staleness_review"
+    leech = by[store["leech"].statement].payload
+    assert leech["change"] == "rewrite" and leech["producer"] == "heuristic"
+    assert leech["fields"]["statement"] == (
+        "When pip install: Pin dependency versions; never unpinned requirements."
+    )
+    assert leech["before"]["statement"] == "Pin dependency versions"
+    assert leech["evidence"]["quadrant"] == "leech" and leech["evidence"]["outcomes"] == 6
+    gem = by[store["gem"].statement].payload
+    assert gem["change"] == "broaden"
+    assert {"mobile", "release"} <= set(gem["fields"]["tags"])
+    assert by[store["noise"].statement].payload["change"] == "retire"
+    stray = by[store["stray"].statement].payload
+    assert stray["change"] == "refine_keywords"
+    assert any("readme" in c and "docs" in c for c in stray["fields"]["contraindications"])
+    assert LifecycleEvent.objects.filter(event=Event.MAINTENANCE_PROPOSED).count() == 5
+
+
+def test_claude_writes_the_rewrite_and_the_keywords_when_a_key_is_set(
+    owner: Any, store: Any, fake_claude: Any
+) -> None:
+    fake_claude.on("maintenance.rewrite", lambda body: {"statement": "Always pin exact versions."})
+    fake_claude.on("maintenance.broaden", lambda body: {"keywords": ["versioning", "changelog"]})
+    fake_claude.on("maintenance.refine", lambda body: {"keywords": ["documentation"]})
+    maintenance.maintain(owner=owner)
+    by = proposals(owner)
+    leech = by[store["leech"].statement].payload
+    assert (leech["fields"]["statement"], leech["producer"]) == (
+        "Always pin exact versions.",
+        "llm",
+    )
+    assert by[store["gem"].statement].payload["fields"]["tags"][-2:] == ["versioning", "changelog"]
+    assert by[store["stray"].statement].payload["fields"]["contraindications"] == [
+        "not for: documentation"
+    ]
+    prompt = fake_claude.prompt_of(fake_claude.calls("maintenance.broaden")[0])
+    assert "mobile release notes" in prompt
+
+
+def test_a_second_run_makes_nothing_new(owner: Any, store: Any) -> None:
+    assert len(maintenance.maintain(owner=owner)) == 5
+    assert maintenance.maintain(owner=owner) == []
+    assert ReviewItem.objects.filter(kind="maintenance").count() == 5
+
+
+def test_no_proposal_for_an_engram_with_fewer_than_five_outcomes(owner: Any) -> None:
+    counts(make_engram(owner, statement="A"), surfaced=30, contradicted=4)
+    counts(make_engram(owner, statement="B"), surfaced=0)
+    assert maintenance.maintain(owner=owner) == []
+
+
+def test_a_rejected_proposal_waits_30_days_unless_the_counts_move(owner: Any, store: Any) -> None:
+    maintenance.maintain(owner=owner)
+    item = proposals(owner)[store["noise"].statement]
+    review.review_decide(owner=owner, item=item, action="reject", actor="person:alice")
+    assert maintenance.maintain(owner=owner) == []
+    counts(store["noise"], ignored=9)  # 4 more outcomes: not enough
+    assert maintenance.maintain(owner=owner) == []
+    counts(store["noise"], ignored=10)  # 5 more: a new proposal
+    assert [i.engram_id for i in maintenance.maintain(owner=owner)] == [store["noise"].pk]
+    fresh = ReviewItem.objects.get(state="pending", engram=store["noise"])
+    review.review_decide(owner=owner, item=fresh, action="reject", actor="person:alice")
+    assert maintenance.maintain(owner=owner) == []
+    later = timezone.now() + timedelta(days=31)  # the rejection is forgotten after 30 days
+    assert [i.engram_id for i in maintenance.maintain(owner=owner, now=later)] == [
+        store["noise"].pk
+    ]
+
+
+def test_approving_applies_the_change_and_keeps_the_old_text(owner: Any, store: Any) -> None:
+    maintenance.maintain(owner=owner)
+    by = proposals(owner)
+    review.review_decide(
+        owner=owner, item=by[store["leech"].statement], action="approve", actor="person:alice"
+    )
+    leech = Engram.objects.get(pk=store["leech"].pk)
+    assert leech.statement.startswith("When pip install: Pin dependency versions")
+    update = LifecycleEvent.objects.get(engram=leech, event="engram_updated")
+    assert update.data["changes"]["statement"][0] == "Pin dependency versions"
+    review.review_decide(
+        owner=owner, item=by[store["noise"].statement], action="approve", actor="person:alice"
+    )
+    assert Engram.objects.get(pk=store["noise"].pk).status == "retired"
+    review.review_decide(
+        owner=owner, item=by[store["gem"].statement], action="approve", actor="person:alice"
+    )
+    assert "mobile" in Engram.objects.get(pk=store["gem"].pk).tags
+
+
+def test_escalation_then_automatic_deescalation_after_three_good_windows(owner: Any) -> None:
+    leech = counts(
+        make_engram(owner, statement="Pin dependency versions"),
+        surfaced=20,
+        followed=1,
+        contradicted=5,
+    )
+    counts(make_engram(owner, statement="Other"), surfaced=0)
+    counts(make_engram(owner, statement="Third"), surfaced=0)
+    maintenance.maintain(owner=owner)
+    item = proposals(owner)[leech.statement]
+    assert item.payload["change"] == "escalate"  # nothing to make explicit: the next level
+    review.review_decide(owner=owner, item=item, action="approve", actor="person:alice")
+    leech.refresh_from_db()
+    assert leech.enforcement == "emphasised"
+    assert leech.pre_escalation_effectiveness == pytest.approx(1 / 6)
+    escalated = LifecycleEvent.objects.get(event="engram_escalated")
+    session = AgentSession.objects.create(owner=owner, session_id="after")
+    for week in range(3):
+        for n in range(2):
+            injection = Injection.objects.create(
+                owner=owner, session=session, engram=leech, bucket="directive"
+            )
+            Outcome.objects.create(
+                owner=owner,
+                injection=injection,
+                engram=leech,
+                result="followed",
+                source="auto-heuristic",
+                created_at=escalated.created_at + timedelta(days=7 * week + 1 + n),
+            )
+    maintenance.maintain(owner=owner, now=escalated.created_at + timedelta(days=14, hours=1))
+    leech.refresh_from_db()
+    assert leech.enforcement == "emphasised"  # only two complete windows so far
+    maintenance.maintain(owner=owner, now=escalated.created_at + timedelta(days=21, hours=1))
+    leech.refresh_from_db()
+    assert leech.enforcement == "advisory"
+    event = LifecycleEvent.objects.get(event="engram_deescalated")
+    assert event.data["windows"] == [1.0, 1.0, 1.0]
+
+
+def test_the_review_queue_over_rest(api: Client, owner: Any, store: Any) -> None:
+    maintenance.maintain(owner=owner)
+    body = api.get("/api/v1/review?kind=maintenance").json()
+    assert body["total"] == 5
+    leech = next(i for i in body["items"] if i["engram_id"] == store["leech"].engram_id)
+    assert leech["proposed"]["change"] == "rewrite"
+    assert leech["evidence"]["quadrant"] == "leech"
+    assert leech["actions"] == ["defer", "approve", "reject", "retire"]
+    bad = api.post(
+        f"/api/v1/review/{leech['id']}/decide", {"action": "merge"}, content_type="application/json"
+    )
+    assert bad.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert bad.json()["details"] == {"field": "action"}
+    ok = api.post(
+        f"/api/v1/review/{leech['id']}/decide",
+        {"action": "approve", "statement": "Pin exact versions in requirements."},
+        content_type="application/json",
+    )
+    assert ok.status_code == HTTPStatus.OK and ok.json()["state"] == "done"
+    assert (
+        Engram.objects.get(pk=store["leech"].pk).statement == "Pin exact versions in requirements."
+    )
+    again = api.post(
+        f"/api/v1/review/{leech['id']}/decide",
+        {"action": "approve"},
+        content_type="application/json",
+    )
+    assert again.status_code == HTTPStatus.CONFLICT
+    assert api.get("/api/v1/review?kind=maintenance").json()["total"] == 4
+    assert (
+        api.post(
+            "/api/v1/review/999999/decide", {"action": "defer"}, content_type="application/json"
+        ).status_code
+        == HTTPStatus.NOT_FOUND
+    )
+    done = api.post(
+        "/api/v1/review/decide-all", {"action": "defer"}, content_type="application/json"
+    )
+    assert done.status_code == HTTPStatus.OK and done.json()["decided"] >= 1
+
+
+def test_another_owner_sees_none_of_the_queue(other_api: Client, owner: Any, store: Any) -> None:
+    maintenance.maintain(owner=owner)
+    assert other_api.get("/api/v1/review").json() == {"items": [], "total": 0}
+    item = ReviewItem.objects.filter(kind="maintenance").first()
+    assert item is not None
+    response = other_api.post(
+        f"/api/v1/review/{item.pk}/decide", {"action": "approve"}, content_type="application/json"
+    )
+    assert response.status_code == HTTPStatus.NOT_FOUND
+
+
+def test_the_command_prints_what_it_proposed(owner: Any, store: Any) -> None:
+    out = io.StringIO()
+    call_command("engram_maintain", "--owner", owner.username, stdout=out)
+    text = out.getvalue()
+    assert "5 new maintenance proposals" in text
+    assert store["leech"].engram_id in text and "rewrite" in text
+    out = io.StringIO()
+    call_command("engram_maintain", stdout=out)
+    assert "0 new maintenance proposals" in out.getvalue()
+
+
+def test_the_review_page_shows_the_proposed_diff(logged_in: Client, owner: Any, store: Any) -> None:
+    maintenance.maintain(owner=owner)
+    page = logged_in.get("/review/").content.decode()
+    assert "Maintenance proposals" in page
+    assert "<del>Pin dependency versions</del>" in page
+    assert (
+        "<ins>When pip install: Pin dependency versions; never unpinned requirements.</ins>" in page
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_review_tools_over_mcp(owner: Any, store: Any, token: str) -> None:
+    import anyio
+
+    from memory.integrations import mcp
+    from memory.models import ApiToken
+
+    maintenance.maintain(owner=owner)
+    server = mcp.build_server(ApiToken.authenticate(token))
+
+    def call(name: str, arguments: dict[str, Any]) -> Any:
+        async def run() -> Any:
+            return await server.call_tool(name, arguments)
+
+        return anyio.run(run).structured_content
+
+    listed = call("review_list", {"kind": "maintenance"})
+    assert listed["total"] == 5
+    noise = next(i for i in listed["items"] if i["engram_id"] == store["noise"].engram_id)
+    decided = call("review_decide", {"item_id": noise["id"], "action": "approve"})
+    assert decided["state"] == "done"
+    assert Engram.objects.get(pk=store["noise"].pk).status == "retired"
+    with pytest.raises(Exception, match="already_decided"):
+        call("review_decide", {"item_id": noise["id"], "action": "approve"})
