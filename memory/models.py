@@ -406,6 +406,12 @@ class Engram(models.Model):
             models.Index(fields=["owner", "band"], name="engram_owner_band"),
             models.Index(fields=["owner", "-updated_at", "-id"], name="engram_owner_updated"),
             models.Index(fields=["owner", "scope", "content_hash"], name="engram_owner_hash"),
+            # The hooks look for reminder-level engrams on every tool call; they are few.
+            models.Index(
+                fields=["owner", "scope"],
+                condition=models.Q(enforcement="reminder"),
+                name="engram_reminders",
+            ),
         ]
 
     def __str__(self) -> str:

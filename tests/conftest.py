@@ -30,14 +30,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _test_defaults(settings: Any) -> Iterator[None]:
     """Fast password hashing (the production hasher costs ~0.3 s per user) and a fresh
     in-process dense index, which must not outlive a test's rolled-back rows."""
+    from memory.integrations.claude_code import reminder_cache_clear
     from memory.search import legs as search
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # No test reaches Claude: without the `fake_claude` fixture every LLM feature has no key.
     settings.ANTHROPIC_API_KEY = ""
     search.dense_index_clear()
+    reminder_cache_clear()
     yield
     search.dense_index_clear()
+    reminder_cache_clear()
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ Context reaches the model only through `hookSpecificOutput.additionalContext` wi
 - SessionStart: start (or resume) the session and inject for what it is about.
 - UserPromptSubmit: inject for the prompt.
 - PreToolUse: escalated reminders whose trigger matches the tool input; never a decision.
-- PostToolUse / PostToolUseFailure: store the observation and return at once (no embedding
-  here; observations wait with `processed_at` unset for the periodic consolidation job).
+- PostToolUse / PostToolUseFailure: store the observation (no embedding here), then the same
+  reminders as PreToolUse when the tool input matched one; usually `{}`.
 - Stop / SessionEnd: end the session, which queues outcome attribution after commit.
 - Stop / PreCompact / SessionEnd: note the transcript (and store the lines `engram-hook`
   attached past the session's offset); a task reads the rest and extracts lessons.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -182,38 +183,85 @@ def _tool_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def reminders_for(
-    *, token: ApiToken, scope: str, tool_input: str, limit: int = MAX_REMINDERS
-) -> list[Engram]:
-    """Active reminder-level engrams of `scope` and global whose trigger fires for the input."""
-    scopes = [s for s in dict.fromkeys([scope, GLOBAL_SCOPE]) if token.allows_scope(s)]
-    candidates = (
-        Engram.objects.visible_to(token.owner, token.scopes)
-        .filter(
+@dataclass(frozen=True, slots=True)
+class Reminder:
+    """What the tool hooks need of one reminder-level engram."""
+
+    engram_id: str
+    statement: str
+    trigger_context: str
+    emotional_weight: float
+    scope: str
+    valid_from: datetime | None
+    valid_until: datetime | None
+
+    def valid(self, now: datetime) -> bool:
+        return (self.valid_from is None or self.valid_from <= now) and (
+            self.valid_until is None or self.valid_until > now
+        )
+
+
+# Reminder-level engrams are read per owner at most every REMINDER_TTL_S seconds per process:
+# the tool hooks run on every tool call, and the list is short and changes rarely (an escalation
+# or a retirement reaches the hooks within that time).
+REMINDER_TTL_S = 10.0
+_reminder_cache: dict[int, tuple[float, list[Reminder]]] = {}
+
+
+def reminder_cache_clear() -> None:
+    _reminder_cache.clear()
+
+
+def _owner_reminders(owner_id: int) -> list[Reminder]:
+    cached = _reminder_cache.get(owner_id)
+    now = time.monotonic()
+    if cached is not None and now - cached[0] < REMINDER_TTL_S:
+        return cached[1]
+    rows = [
+        Reminder(*values)
+        for values in Engram.objects.filter(
+            owner_id=owner_id,
             status=Engram.Status.ACTIVE,
             enforcement=Engram.Enforcement.REMINDER,
-            scope__in=scopes,
         )
-        .valid_at(timezone.now())
-        .only("id", "engram_id", "statement", "trigger_context", "emotional_weight")
         .order_by("-emotional_weight", "engram_id")
-    )
-    hits: list[Engram] = []
-    for engram in candidates[:MAX_REMINDER_CANDIDATES]:
+        .values_list(
+            "engram_id",
+            "statement",
+            "trigger_context",
+            "emotional_weight",
+            "scope",
+            "valid_from",
+            "valid_until",
+        )[:MAX_REMINDER_CANDIDATES]
+    ]
+    _reminder_cache[owner_id] = (now, rows)
+    return rows
+
+
+def reminders_for(
+    *, token: ApiToken, scope: str, tool_input: str, limit: int = MAX_REMINDERS
+) -> list[Reminder]:
+    """Active reminder-level engrams of `scope` and global whose trigger fires for the input."""
+    scopes = {s for s in (scope, GLOBAL_SCOPE) if token.allows_scope(s)}
+    now = timezone.now()
+    hits: list[Reminder] = []
+    for reminder in _owner_reminders(token.owner_id):
+        if reminder.scope not in scopes or not reminder.valid(now):
+            continue
         if attribution.trigger_matches(
-            trigger_context=engram.trigger_context,
-            statement=engram.statement,
+            trigger_context=reminder.trigger_context,
+            statement=reminder.statement,
             tool_input=tool_input,
         ):
-            hits.append(engram)
+            hits.append(reminder)
             if len(hits) >= limit:
                 break
     return hits
 
 
-def on_pre_tool_use(call: HookCall) -> dict[str, Any]:
-    session = _session(call)
-    scope = session.scope if session else call.scope
+def _reminders(call: HookCall, scope: str) -> dict[str, Any]:
+    """Reminder-level engrams whose trigger fires for this tool input, as hook context."""
     text = _tool_text(call.payload.get("tool_input"))
     if not text:
         return {}
@@ -225,6 +273,11 @@ def on_pre_tool_use(call: HookCall) -> dict[str, Any]:
         for e in hits
     ]
     return _context(call.event, REMINDER_HEADER + "\n".join(lines))
+
+
+def on_pre_tool_use(call: HookCall) -> dict[str, Any]:
+    session = _session(call)
+    return _reminders(call, session.scope if session else call.scope)
 
 
 def on_post_tool_use(call: HookCall) -> dict[str, Any]:
@@ -248,7 +301,9 @@ def on_post_tool_use(call: HookCall) -> dict[str, Any]:
             session=session,
             now=call.now,
         )
-    return {}
+    # A reminder-level engram whose trigger the call just matched is said again afterwards
+    # (toejough's PostToolUse reminders): the agent may still correct what it did.
+    return _reminders(call, session.scope if session else call.scope)
 
 
 def on_stop(call: HookCall) -> dict[str, Any]:

@@ -461,3 +461,34 @@ def test_a_reminder_and_its_outcome_agree_on_the_same_input(tool_input: str) -> 
             statement=statement, polarity="dont", inputs=[tool_input], trigger_context=trigger
         )
         assert fired == (verdict.result == "contradicted"), (trigger, tool_input, verdict)
+
+
+@pytest.mark.django_db
+def test_post_tool_use_repeats_a_reminder_whose_trigger_the_call_matched(api: Client) -> None:
+    learned = api.post(
+        "/api/v1/engrams",
+        {
+            "statement": "Never force-push to main",
+            "trigger_context": "git push --force",
+            "source": "user",
+            "polarity": "dont",
+        },
+        content_type="application/json",
+    ).json()["engram"]["id"]
+    api.patch(
+        f"/api/v1/engrams/{learned}", {"enforcement": "reminder"}, content_type="application/json"
+    )
+    body = {
+        "hook_event_name": "PostToolUse",
+        "session_id": "post-reminder",
+        "cwd": "/w/repo",
+        "tool_name": "Bash",
+        "tool_input": {"command": "git push --force origin main"},
+        "tool_response": {"stdout": "forced update"},
+    }
+    answer = hook(api, body).json()
+    assert answer["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    assert learned in answer["hookSpecificOutput"]["additionalContext"]
+    assert Observation.objects.filter(session__session_id="post-reminder").count() == 1
+    quiet = dict(body, tool_input={"command": "git status"})
+    assert hook(api, quiet).json() == {}
