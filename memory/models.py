@@ -53,6 +53,9 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Requests the per-minute limit refused: shown on the tokens page, never silent.
+    refused = models.PositiveIntegerField(default=0)
+    last_refused_at = models.DateTimeField(null=True, blank=True)
 
     objects = ApiTokenQuerySet.as_manager()
 

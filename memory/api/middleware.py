@@ -12,9 +12,12 @@ from http import HTTPStatus
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db.models import F
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
 
 from memory.api import ratelimit
+from memory.models import TOKEN_LOOKUP_CHARS, ApiToken
 
 API_PREFIX = "/api/"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -87,6 +90,18 @@ class ApiGuardMiddleware:
         decision = ratelimit.hit(key)
         if decision.allowed:
             return None
+        raw = _bearer(request)
+        logger.warning(
+            "Rate limit: refused %s %s (%d per minute for this client)",
+            request.method,
+            request.path,
+            decision.limit,
+        )
+        if raw:
+            # Counted where a person sees it (the tokens page); one UPDATE, only when refusing.
+            ApiToken.objects.filter(lookup=raw[:TOKEN_LOOKUP_CHARS]).update(
+                refused=F("refused") + 1, last_refused_at=timezone.now()
+            )
         response = error_response(
             HTTPStatus.TOO_MANY_REQUESTS,
             "rate_limited",

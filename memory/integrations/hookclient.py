@@ -20,6 +20,7 @@ import json
 import os
 import signal
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -101,6 +102,18 @@ def _write_offset(state: str, offset: int) -> None:
         pass
 
 
+RETRY_MARGIN_S = 0.2  # a retry must leave this much of the timeout for the request itself
+
+
+def _retry_after(error: urllib.error.HTTPError) -> float | None:
+    """Seconds a 429 asks to wait (Retry-After in seconds), or None when absent or unusable."""
+    try:
+        value = float(error.headers.get("Retry-After", ""))
+    except (TypeError, ValueError):
+        return None
+    return value if 0 <= value <= 600 else None
+
+
 def forward(payload: bytes, env: dict[str, str]) -> str:
     """The server's answer to print, or "" on any failure or an empty answer."""
     try:
@@ -120,12 +133,28 @@ def forward(payload: bytes, env: dict[str, str]) -> str:
     if token:
         headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(endpoint(env), data=payload, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=_timeout(env)) as response:
-            if response.status != 200:
+    timeout = _timeout(env)
+    started = time.monotonic()
+    body = None
+    for attempt in range(2):
+        left = timeout - (time.monotonic() - started)
+        if left <= 0:
+            return ""
+        try:
+            with urllib.request.urlopen(request, timeout=left) as response:
+                if response.status != 200:
+                    return ""
+                body = response.read(MAX_RESPONSE_BYTES + 1)
+            break
+        except urllib.error.HTTPError as exc:
+            # Refused by the rate limit: wait as told, once, if that still fits the timeout.
+            wait = _retry_after(exc) if exc.code == 429 and attempt == 0 else None
+            if wait is None or time.monotonic() - started + wait >= timeout - RETRY_MARGIN_S:
                 return ""
-            body = response.read(MAX_RESPONSE_BYTES + 1)
-    except (OSError, ValueError):  # URLError, HTTPError, timeouts, bad URLs
+            time.sleep(wait)
+        except (OSError, ValueError):  # URLError, timeouts, bad URLs
+            return ""
+    if body is None:
         return ""
     if pending is not None:
         _write_offset(*pending)

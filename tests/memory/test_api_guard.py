@@ -121,3 +121,22 @@ def test_malformed_json_is_a_json_400(api: Client) -> None:
 def test_the_dashboard_is_not_guarded(logged_in: Client, settings: Any) -> None:
     settings.ENGRAM_RATE_LIMIT_PER_MINUTE = 1
     assert [logged_in.get("/").status_code for _ in range(3)] == [200, 200, 200]
+
+
+def test_refusals_are_counted_on_the_token_and_logged(
+    api: Client, settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings.REDIS_URL = ""
+    settings.ENGRAM_RATE_LIMIT_PER_MINUTE = 1
+    with caplog.at_level("WARNING", logger="memory.api.middleware"):
+        assert [r.status_code for r in _hammer(api, 3)] == [200, 429, 429]
+    from memory.models import ApiToken
+
+    token = ApiToken.objects.get(name="test")
+    assert token.refused == 2 and token.last_refused_at is not None
+    assert "Rate limit: refused GET /api/v1/whoami" in caplog.text
+
+
+def test_the_default_limit_carries_fifty_busy_agents() -> None:
+    # 50 agents, each with a hook call or two per second at its busiest, on one token.
+    assert django_settings.ENGRAM_RATE_LIMIT_PER_MINUTE >= 50 * 60

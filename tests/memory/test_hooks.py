@@ -492,3 +492,46 @@ def test_post_tool_use_repeats_a_reminder_whose_trigger_the_call_matched(api: Cl
     assert Observation.objects.filter(session__session_id="post-reminder").count() == 1
     quiet = dict(body, tool_input={"command": "git status"})
     assert hook(api, quiet).json() == {}
+
+
+def test_the_command_client_waits_once_for_retry_after_within_its_timeout() -> None:
+    import http.server
+    import threading
+
+    answers = [(429, {"Retry-After": "0"}), (200, {})]
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append(self.path)
+            status, headers = answers.pop(0) if answers else (429, {"Retry-After": "0"})
+            body = b'{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "ok"}}'
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        env = {"ENGRAM_URL": f"http://127.0.0.1:{server.server_port}", "ENGRAM_HOOK_TIMEOUT": "3"}
+        out = hookclient.forward(b'{"hook_event_name": "UserPromptSubmit", "prompt": "hi"}', env)
+        assert json.loads(out)["hookSpecificOutput"]["additionalContext"] == "ok"
+        assert len(seen) == 2  # refused, waited, sent again
+        answers[:] = [(429, {"Retry-After": "0"}), (429, {"Retry-After": "0"})]
+        seen.clear()
+        assert hookclient.forward(b'{"hook_event_name": "Stop"}', env) == ""
+        assert len(seen) == 2  # only once more, never a loop
+        answers[:] = [(429, {"Retry-After": "30"})]
+        seen.clear()
+        assert hookclient.forward(b'{"hook_event_name": "Stop"}', env) == ""
+        assert len(seen) == 1  # a wait past the timeout is not taken
+    finally:
+        server.shutdown()

@@ -71,3 +71,12 @@ def test_one_owner_cannot_revoke_another_owners_token(logged_in: Client, other_o
     token, raw = ApiToken.issue(owner=other_owner, name="bobs")
     assert logged_in.post(f"/tokens/{token.pk}/revoke/").status_code == HTTPStatus.NOT_FOUND
     assert ApiToken.authenticate(raw) is not None
+
+
+def test_the_tokens_page_shows_rate_limit_refusals(logged_in: Client, owner: Any) -> None:
+    from django.utils import timezone
+
+    token, _ = ApiToken.issue(owner=owner, name="busy-laptop")
+    ApiToken.objects.filter(pk=token.pk).update(refused=7, last_refused_at=timezone.now())
+    page = logged_in.get("/tokens/").content.decode()
+    assert "Refused" in page and '<span class="bad">7</span>' in page
