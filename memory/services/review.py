@@ -22,7 +22,15 @@ from django.utils import timezone
 
 from memory import validation
 from memory.errors import Conflict, NotFound
-from memory.models import Engram, Event, IdSequence, LifecycleEvent, OwnerSettings, ReviewItem
+from memory.models import (
+    Association,
+    Engram,
+    Event,
+    IdSequence,
+    LifecycleEvent,
+    OwnerSettings,
+    ReviewItem,
+)
 from memory.services.activity import activity_mark
 from memory.services.engrams import (
     InvalidInput,
@@ -406,19 +414,53 @@ class AlreadyDecided(Conflict):
         )
 
 
+MERGED_COUNTERS = (
+    "surfaced", "followed", "contradicted", "ignored", "irrelevant", "injections", "hits",
+    "misses", "frequency", "feedback_positive", "feedback_negative", "feedback_neutral",
+)  # fmt: skip
+
+
 def _merge_into(*, owner: Any, new: Engram, old: Engram, actor: str) -> None:
-    """Keep `old`, retire `new`, count the repetition on `old` (derivation_count + 1)."""
+    """Merge `new` into `old`: the survivor takes the loser's counters, derivation count, tags
+    and associations; the loser is retired pointing at it (`superseded_by`), its own history
+    (injections, outcomes, events) kept."""
+    now = timezone.now()
+    new.refresh_from_db()
+    old.refresh_from_db()
+    updates: dict[str, Any] = {name: F(name) + getattr(new, name) for name in MERGED_COUNTERS}
+    updates["derivation_count"] = F("derivation_count") + max(1, new.derivation_count)
+    tags = list(old.tags or [])
+    tags += [t for t in new.tags or [] if t not in tags]
+    Engram.objects.filter(pk=old.pk).update(**updates, tags=tags[:50], updated_at=now)
+    moved = 0
+    for link in Association.objects.filter(Q(source=new) | Q(target=new)):
+        source = old if link.source_id == new.pk else link.source
+        target = old if link.target_id == new.pk else link.target
+        if source.pk == target.pk:
+            continue
+        _, created = Association.objects.get_or_create(
+            owner=link.owner,
+            source=source,
+            target=target,
+            type=link.type,
+            defaults={"strength": link.strength, "updated_at": now},
+        )
+        moved += int(created)
+    Association.objects.filter(Q(source=new) | Q(target=new)).delete()
+    Engram.objects.filter(pk=new.pk).update(superseded_by=old)
     engram_retire(owner=owner, engram=new, actor=actor, reason=f"merged into {old.engram_id}")
-    Engram.objects.filter(pk=old.pk).update(
-        derivation_count=F("derivation_count") + 1, updated_at=timezone.now()
-    )
     old.refresh_from_db()
     event_record(
         owner=owner,
         event=Event.ENGRAM_MERGED,
         engram=old,
         actor=actor,
-        data={"merged": new.engram_id, "derivation_count": old.derivation_count},
+        data={
+            "merged": new.engram_id,
+            "derivation_count": old.derivation_count,
+            "counters": {name: getattr(new, name) for name in MERGED_COUNTERS},
+            "associations_moved": moved,
+        },
     )
 
 

@@ -282,6 +282,33 @@ def test_merge_keeps_the_old_counts_a_derivation_and_records_engram_merged(owner
     assert merged.engram == old and merged.data["merged"] == item.engram.engram_id
 
 
+def test_a_merge_moves_counters_tags_and_links_to_the_survivor(owner: Any) -> None:
+    from memory.models import Association
+
+    item = contradiction(owner)
+    new, old = item.engram, item.other
+    assert new is not None and old is not None
+    third = Engram.objects.exclude(pk__in=[new.pk, old.pk]).first() or old
+    Engram.objects.filter(pk=new.pk).update(
+        surfaced=4, followed=3, feedback_positive=2, tags=["ci"], derivation_count=2
+    )
+    Engram.objects.filter(pk=old.pk).update(surfaced=1, followed=1, tags=["lint"])
+    if third.pk != old.pk:
+        Association.objects.create(
+            owner=owner, source=new, target=third, type="co_accessed", strength=0.3
+        )
+    decide(owner, item, "merge")
+    survivor, loser = Engram.objects.get(pk=old.pk), Engram.objects.get(pk=new.pk)
+    assert (survivor.surfaced, survivor.followed, survivor.feedback_positive) == (5, 4, 2)
+    assert survivor.derivation_count == 3 and survivor.tags == ["lint", "ci"]
+    assert loser.status == Engram.Status.RETIRED and loser.superseded_by_id == survivor.pk
+    if third.pk != old.pk:
+        assert Association.objects.filter(source=survivor, target=third).exists()
+    assert not Association.objects.filter(source=loser).exists()
+    merged = LifecycleEvent.objects.get(event="engram_merged")
+    assert merged.data["counters"]["surfaced"] == 4
+
+
 def test_both_valid_needs_both_contraindications(owner: Any) -> None:
     item = contradiction(owner)
     with pytest.raises(DomainError) as info:
