@@ -19,7 +19,13 @@ class QueuedJob:
     args: tuple[Any, ...]
 
     def __call__(self) -> None:
-        current_app.signature(self.task_name, args=self.args).delay()
+        app = current_app
+        if self.task_name not in app.tasks:
+            # Tasks register when their modules are imported; a web process has not imported
+            # them yet (a worker has). Unregistered, the call would go out by name and ignore
+            # CELERY_TASK_ALWAYS_EAGER, so load the discovered task modules first.
+            app.loader.import_default_modules()
+        app.signature(self.task_name, args=self.args).delay()
 
 
 def job_enqueue(name: str, *args: Any) -> None:

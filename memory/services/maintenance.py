@@ -115,6 +115,10 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
         )
         if action is None or engram.pk in busy:
             continue
+        if engram.pre_escalation_effectiveness is not None and action != "refine_keywords":
+            # On the escalation ladder: judged by its windows since escalating (de-escalation
+            # below), not by the history that got it escalated.
+            continue
         at_rejection = rejected.get(engram.pk)
         if at_rejection is not None and abs(c.outcomes - at_rejection) < RECOUNT_OUTCOMES:
             continue
@@ -127,12 +131,18 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
 
 
 def _recently_rejected(owner: Any, now: datetime) -> dict[int, int]:
-    """Engram pk -> its outcome count when a person last rejected its proposal (30 days)."""
+    """Engram pk -> its outcome count when a person last decided a proposal for it (30 days).
+
+    A rejected proposal is not made again, and an applied one not followed by another, until
+    the counts move by RECOUNT_OUTCOMES or the 30 days pass."""
     since = now - timedelta(days=REJECTED_MEMORY_DAYS)
     found: dict[int, int] = {}
     for engram_id, payload in (
         ReviewItem.objects.filter(
-            owner=owner, kind=K.MAINTENANCE, decision="reject", decided_at__gte=since
+            owner=owner,
+            kind=K.MAINTENANCE,
+            decision__in=("reject", "approve"),
+            decided_at__gte=since,
         )
         .order_by("decided_at")
         .values_list("engram_id", "payload")
