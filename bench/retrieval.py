@@ -157,7 +157,7 @@ def learn_items(
     into: Ingested,
 ) -> None:
     """Learn (id, statement, when, extra fields) items in order; one embedding batch per call."""
-    from memory.errors import ApiError
+    from memory.errors import DomainError
     from memory.services.engrams import embed_texts, engram_learn
 
     if not items:
@@ -176,7 +176,7 @@ def learn_items(
                 vector=vector,
                 **extra,
             )
-        except ApiError:
+        except DomainError:
             into.rejected += 1
             continue
         into.pk_of[item_id] = result.engram.pk
