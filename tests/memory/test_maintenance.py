@@ -287,6 +287,8 @@ def test_the_review_page_shows_the_proposed_diff(logged_in: Client, owner: Any, 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_review_tools_over_mcp(owner: Any, store: Any, token: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
     import anyio
 
     from memory.integrations import mcp
@@ -299,7 +301,10 @@ def test_the_review_tools_over_mcp(owner: Any, store: Any, token: str) -> None:
         async def run() -> Any:
             return await server.call_tool(name, arguments)
 
-        return anyio.run(run).structured_content
+        # In a thread of its own: an earlier test (Playwright) may leave an event loop running
+        # in this one.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(anyio.run, run).result().structured_content
 
     listed = call("review_list", {"kind": "maintenance"})
     assert listed["total"] == 5
