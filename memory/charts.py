@@ -151,8 +151,9 @@ def line_chart(
     width: float = 720,
     height: float = 240,
     ticks: int = 5,
+    guide_lines: Sequence[tuple[float, str]] = BAND_GUIDES,
 ) -> LineChart:
-    """A value-in-[0, 1] over time chart: solid past, dashed future, band guides, a now line."""
+    """A value-in-[0, 1] over time chart: solid past, dashed future, guides, a now line."""
     frame = Frame(width, height)
     times = [t for t, _ in past] + [t for t, _ in future]
     if not times:
@@ -173,7 +174,7 @@ def line_chart(
     )
     guides = tuple(
         Guide(frame.left, frame.y_of(v), frame.right, frame.y_of(v), label)
-        for v, label in BAND_GUIDES
+        for v, label in guide_lines
     )
     now_x = x_of(now) if start <= now <= end else None
     return LineChart(

@@ -11,6 +11,7 @@ import base64
 import binascii
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -33,6 +34,7 @@ from memory.models import (
     Association,
     Engram,
     Episode,
+    Event,
     Injection,
     LifecycleEvent,
     Observation,
@@ -629,3 +631,42 @@ def worker_check(timeout: float = 0.5) -> tuple[bool, str]:
         return False, "no worker answered; start one with `make run`"
     names = ", ".join(sorted(name for reply in replies for name in reply))
     return True, f"{len(replies)} answering ({names})"
+
+
+# --- effectiveness over time ----------------------------------------------------------------
+
+WINDOW_DAYS = 7
+ESCALATION_EVENTS = (Event.ENGRAM_ESCALATED, Event.ENGRAM_DEESCALATED)
+
+
+def effectiveness_windows(
+    engram: Engram, *, since: datetime, now: datetime
+) -> list[tuple[datetime, float]]:
+    """(window end, effectiveness) for each complete 7-day window since `since` that has an
+    outcome, oldest first (a window with none measured nothing). 1 query."""
+    span = WINDOW_DAYS * 86400
+    complete = int((now - since).total_seconds() // span)
+    windows: dict[int, Counter[str]] = {}
+    rows = Outcome.objects.filter(engram=engram, created_at__gte=since, created_at__lt=now)
+    for result, created in rows.values_list("result", "created_at"):
+        index = int((created - since).total_seconds() // span)
+        if index < complete:
+            windows.setdefault(index, Counter())[result] += 1
+    series = []
+    for index in sorted(windows):
+        c = windows[index]
+        value = effectiveness.effectiveness(
+            c["followed"], c["contradicted"], c["ignored"], c["irrelevant"]
+        )
+        if value is not None:
+            series.append((since + timedelta(days=WINDOW_DAYS * (index + 1)), value))
+    return series
+
+
+def escalation_steps(engram: Engram) -> list[LifecycleEvent]:
+    """The engram's escalations and de-escalations, oldest first."""
+    return list(
+        LifecycleEvent.objects.filter(engram=engram, event__in=ESCALATION_EVENTS).order_by(
+            "created_at", "pk"
+        )
+    )

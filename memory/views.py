@@ -212,7 +212,13 @@ def _detail_context(
     rs_eff = effective_strength(engram, now=now)
     groups = selectors.classified(request.user)
     past, future = selectors.strength_series(engram, now=now)
+    windows = selectors.effectiveness_windows(engram, since=engram.learned_at, now=now)
     return {
+        "effectiveness_chart": charts.line_chart(
+            windows, [], now=now, guide_lines=((0.5, "high"), (0.4, "flag"))
+        ),
+        "effectiveness_windows": windows,
+        "escalations": selectors.escalation_steps(engram),
         "engram": engram,
         "rs_eff": rs_eff,
         "band": activation.band(rs_eff),

@@ -44,7 +44,6 @@ from memory.services.events import event_record
 
 REJECTED_MEMORY_DAYS = 30
 RECOUNT_OUTCOMES = 5
-WINDOW_DAYS = 7
 MAX_NEW_TAGS = 5
 MAX_PROMPTS = 40  # prompts read for the keyword fallbacks
 LLM_CHANGES = {"rewrite", "broaden", "refine_keywords"}
@@ -448,24 +447,8 @@ def review_kinds_register() -> None:
 
 
 def window_effectiveness(engram: Engram, since: datetime, now: datetime) -> list[float]:
-    """Effectiveness in each complete 7-day window since `since`, oldest first (windows with no
-    outcome are left out: nothing was measured)."""
-    rows = Outcome.objects.filter(engram=engram, created_at__gte=since, created_at__lt=now)
-    windows: dict[int, Counter[str]] = {}
-    complete = int((now - since).total_seconds() // (WINDOW_DAYS * 86400))
-    for result, created in rows.values_list("result", "created_at"):
-        index = int((created - since).total_seconds() // (WINDOW_DAYS * 86400))
-        if index < complete:
-            windows.setdefault(index, Counter())[result] += 1
-    values = []
-    for index in sorted(windows):
-        c = windows[index]
-        value = effectiveness.effectiveness(
-            c["followed"], c["contradicted"], c["ignored"], c["irrelevant"]
-        )
-        if value is not None:
-            values.append(value)
-    return values
+    """Effectiveness in each complete 7-day window since `since` with an outcome, oldest first."""
+    return [value for _, value in selectors.effectiveness_windows(engram, since=since, now=now)]
 
 
 def _deescalate(owner: Any, now: datetime) -> int:

@@ -314,3 +314,39 @@ def test_the_review_tools_over_mcp(owner: Any, store: Any, token: str) -> None:
     assert Engram.objects.get(pk=store["noise"].pk).status == "retired"
     with pytest.raises(Exception, match="already_decided"):
         call("review_decide", {"item_id": noise["id"], "action": "approve"})
+
+
+def test_the_engram_page_says_why_it_is_where_it_is(
+    logged_in: Client, owner: Any, store: Any
+) -> None:
+    leech = counts(store["leech"], learned_at=timezone.now() - timedelta(days=30))
+    session = AgentSession.objects.create(owner=owner, session_id="weeks")
+    for day in (1, 2, 9):
+        injection = Injection.objects.create(
+            owner=owner, session=session, engram=leech, bucket="directive"
+        )
+        Outcome.objects.create(
+            owner=owner,
+            injection=injection,
+            engram=leech,
+            result="followed",
+            source="auto-heuristic",
+            created_at=leech.learned_at + timedelta(days=day),
+        )
+    Engram.objects.filter(pk=leech.pk).update(
+        enforcement="emphasised", pre_escalation_effectiveness=0.2
+    )
+    from memory.services.events import event_record
+
+    event_record(
+        owner=owner,
+        event=Event.ENGRAM_ESCALATED,
+        engram=leech,
+        actor="person:alice",
+        data={"from": "advisory", "to": "emphasised"},
+    )
+    page = logged_in.get(f"/engrams/{leech.engram_id}/", follow=True)
+    body = page.content.decode()
+    assert "Effectiveness per week" in body and 'aria-labelledby="eff-title"' in body
+    assert "escalated advisory → emphasised" in body
+    assert "back down after 3 weeks" in body
