@@ -533,6 +533,10 @@ class AgentSession(models.Model):
     # Engrams already counted for co-access in this session: a session that a Stop ended and a
     # later event reopened must not strengthen the same pairs twice.
     coaccess_ids = models.JSONField(default=list, blank=True)
+    # The project's own rules (CLAUDE.md, .claude/rules/*.md) as engram-hook sent them, and the
+    # engrams they already state (cosine >= 0.9): those are not injected in this session.
+    project_rules = models.JSONField(default=list, blank=True)
+    suppressed_ids = models.JSONField(default=list, blank=True)
     # Session learning: the Claude Code transcript and how many of its bytes were captured.
     transcript_path = models.CharField(max_length=1000, blank=True, default="")
     transcript_offset = models.BigIntegerField(default=0)

@@ -73,3 +73,12 @@ def maintain() -> dict[str, int]:
     from memory.services import maintenance
 
     return maintenance.maintain_all()
+
+
+@shared_task(name="engram.session_suppress")
+def session_suppress(session_pk: int) -> list[str]:
+    """At SessionStart: the engrams the project's own rules already state, left out of the
+    session's injections and proposed for retirement; running it again changes nothing."""
+    from memory.services import suppression
+
+    return suppression.session_suppress(session_pk=session_pk)

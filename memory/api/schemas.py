@@ -510,6 +510,9 @@ class HookIn(Schema):
     last_assistant_message: str | None = None
     # Added by `engram-hook` at Stop / PreCompact / SessionEnd: {"offset": int, "lines": [str]}.
     engram_transcript: dict[str, Any] | None = None
+    engram_rules: list[Annotated[str, Field(max_length=2000)]] | None = Field(
+        None, max_length=200, description="The project's CLAUDE.md / .claude/rules lines."
+    )
 
     @field_validator("*", mode="before")
     @classmethod

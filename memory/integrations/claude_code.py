@@ -32,6 +32,7 @@ from memory.access import ScopeForbidden, require_scope
 from memory.maths import attribution, ranking
 from memory.models import AgentSession, ApiToken, Engram, Injection
 from memory.services import learning, retrieval
+from memory.services.jobs import job_enqueue
 from memory.services.sessions import observation_record, session_end, session_start
 from memory.validation import scope as validate_scope
 
@@ -148,6 +149,12 @@ def on_session_start(call: HookCall) -> dict[str, Any]:
     session = _session(call)
     prompt = ""
     if session is not None:
+        rules = call.payload.get("engram_rules")
+        if isinstance(rules, list):
+            texts = [r for r in rules if isinstance(r, str)][:200]
+            AgentSession.objects.filter(pk=session.pk).update(project_rules=texts)
+        # The project's CLAUDE.md / rules: what they already say is not injected (a task).
+        job_enqueue("engram.session_suppress", session.pk)
         # After a resume or compaction, the last prompt says best what the session is about.
         prompt = session.task or (
             Injection.objects.filter(session=session)

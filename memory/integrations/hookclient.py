@@ -114,6 +114,37 @@ def _retry_after(error: urllib.error.HTTPError) -> float | None:
     return value if 0 <= value <= 600 else None
 
 
+RULES_FIELD = "engram_rules"
+MAX_RULE_FILE_BYTES = 64 * 1024
+MAX_RULES = 200
+
+
+def attach_rules(data: dict[str, object]) -> None:
+    """At SessionStart, send the project's own rules (CLAUDE.md, .claude/rules/**/*.md under
+    the session's cwd): the server leaves out what they already say. This runs where the files
+    are, so a server on another machine gets them too."""
+    from memory.maths.textnorm import rule_lines
+
+    cwd = data.get("cwd")
+    if data.get("hook_event_name") != "SessionStart" or not isinstance(cwd, str) or not cwd:
+        return
+    root = os.path.abspath(cwd)
+    files = [os.path.join(root, "CLAUDE.md")]
+    rules_dir = os.path.join(root, ".claude", "rules")
+    for folder, _, names in sorted(os.walk(rules_dir)):
+        files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".md")]
+    lines: list[str] = []
+    for path in files:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read(MAX_RULE_FILE_BYTES).decode("utf-8", "replace")
+        except OSError:
+            continue
+        lines += [line for line in rule_lines(text) if line not in lines]
+    if lines:
+        data[RULES_FIELD] = lines[:MAX_RULES]
+
+
 def forward(payload: bytes, env: dict[str, str]) -> str:
     """The server's answer to print, or "" on any failure or an empty answer."""
     try:
@@ -126,7 +157,11 @@ def forward(payload: bytes, env: dict[str, str]) -> str:
             pending = attach_transcript(data, env)
         except Exception:  # the transcript is a bonus; the hook itself must go through
             pending = None
-        if pending is not None:
+        try:
+            attach_rules(data)
+        except Exception:  # the rules are a bonus too
+            data.pop(RULES_FIELD, None)
+        if pending is not None or RULES_FIELD in data:
             payload = json.dumps(data, ensure_ascii=False).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "engram-hook/1"}
     token = env.get("ENGRAM_TOKEN", "").strip()

@@ -141,3 +141,24 @@ def variant_key(statement: str) -> str | None:
     if plain < MIN_VARIANT_WORDS or len(out) == plain:
         return None
     return " ".join(out)
+
+
+_RULE_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#+)\s*")
+RULE_MIN_WORDS = 4
+
+
+def rule_lines(text: str) -> list[str]:
+    """The rule-like lines of a markdown rules file (CLAUDE.md, .claude/rules/*.md): bullets and
+    sentences of at least four words, markers stripped, code blocks and rules left out."""
+    out: list[str] = []
+    in_code = False
+    for line in text.splitlines():
+        if line.strip().startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code or line.strip().startswith("---"):
+            continue
+        cleaned = _RULE_MARKER.sub("", line).strip().strip("*_`")
+        if len(cleaned.split()) >= RULE_MIN_WORDS and cleaned not in out:
+            out.append(cleaned[:2000])
+    return out

@@ -407,6 +407,8 @@ def proposal_apply(
             fields[name] = edits[name]
     if change == "retire":
         engram_retire(owner=owner, engram=engram, actor=actor, reason="noise: rarely followed")
+    elif change == "redundant":
+        engram_retire(owner=owner, engram=engram, actor=actor, reason="the project's rules say it")
     elif change == "staleness_review":
         Engram.objects.filter(pk=engram.pk).update(updated_at=now)
     elif change == "escalate":

@@ -627,8 +627,12 @@ def inject(
     candidates: list[ranking.Candidate] = []
     score_of: dict[str, float] = {}
     pk_of: dict[str, int] = {}
+    # Engrams the project's own rules already state (memory.services.suppression).
+    suppressed = set(session.suppressed_ids or []) if session is not None else set()
     for item in _score(legs, rows, strengths, mode="hybrid"):
         engram = rows[item.pk]
+        if engram.pk in suppressed:
+            continue
         trial = engram.status != Engram.Status.ACTIVE
         if trial and not engram.on_trial(now):
             continue  # a candidate waiting for review, not an import on trial
