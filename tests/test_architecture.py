@@ -39,6 +39,7 @@ PURE_MODULES = [
     "exchange.crypto",
     "exchange.packet",
     "exchange.fitness",
+    "patterns.maths",
 ]
 
 # Layers inside an app, by the module's role (its first name after the app); an import may
