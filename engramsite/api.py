@@ -15,6 +15,7 @@ from memory.api.errors import status_of
 from memory.api.learning import router as learning_router
 from memory.api.review import router as review_router
 from memory.errors import DomainError, envelope, envelope_of
+from patterns.api import router as patterns_router
 
 
 class EngramApi(NinjaAPI):
@@ -38,6 +39,7 @@ api.add_router("/v1/", memory_router)
 api.add_router("/v1/", review_router)
 api.add_router("/v1/", learning_router)
 api.add_router("/v1/exchange/", exchange_router)
+api.add_router("/v1/patterns", patterns_router)
 
 
 def error(

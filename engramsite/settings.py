@@ -152,6 +152,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "memory",
     "exchange",
+    "patterns",
 ]
 
 MIDDLEWARE = [
@@ -279,6 +280,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "exchange-refresh-fitness": {"task": "exchange.refresh_fitness", "schedule": 6 * 3600.0},
     "exchange-expire-trials": {"task": "exchange.expire_trials", "schedule": 3600.0},
     "maintenance": {"task": "engram.maintain", "schedule": 24 * 3600.0},
+    "patterns-age": {"task": "patterns.age", "schedule": 6 * 3600.0},
+    "patterns-evolve-prompts": {"task": "patterns.evolve_prompts", "schedule": 24 * 3600.0},
 }
 
 # --- Engram -------------------------------------------------------------------------------

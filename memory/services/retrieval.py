@@ -28,6 +28,7 @@ from memory.models import (
     scope_allowed,
 )
 from memory.search import legs as search
+from memory.services.consider import consider_extend
 from memory.strength import effective_strengths
 from memory.validation import GLOBAL_SCOPE
 
@@ -701,6 +702,10 @@ def inject(
             pk_of[eid] = target.pk
         strengths.update(target_strengths)
     rendered = ranking.render(selection)
+    # Plug-in consider lines (memory.services.consider), e.g. success patterns when on.
+    rendered, consider_extra = consider_extend(
+        owner=owner, prompt=text, now=now, rendered=rendered, budget_tokens=budget
+    )
     recorded_from = time.perf_counter()
     timings["rank"] = (recorded_from - ranked_from) * 1000
     if session is not None and not selection.is_empty:
@@ -722,7 +727,7 @@ def inject(
     return InjectResult(
         constraints=_items(selection.constraints),
         directives=_items(selection.directives),
-        consider=_items(selection.consider),
+        consider=_items(selection.consider) + consider_extra,
         spread=_items(selection.related),
         rendered=rendered,
         tokens=textnorm.estimate_tokens(rendered),

@@ -164,7 +164,7 @@ def test_the_mcp_tools_over_stdio(owner: Any, other_owner: Any) -> None:
     if failure:
         raise failure[0]
 
-    assert seen["tools"] == TOOLS
+    assert seen["tools"] >= TOOLS  # other apps (patterns, ...) add their own tools
     assert seen["learned"]["outcome"] == "created"
     assert seen["learned"]["engram"]["status"] == "active"
     assert "secret_detected:" in seen["secret"]
