@@ -35,7 +35,7 @@ MAX_STAGES = 8
 # A pattern this far from the task is not one of its stages.
 MIN_SIMILARITY = 0.3
 CANDIDATES = 8  # patterns the LLM may choose from
-COMPOSE_TASK = "pattern_compose"
+COMPOSE_TASK = "patterns.compose"
 COMPOSE_SCHEMA = {
     "type": "object",
     "properties": {

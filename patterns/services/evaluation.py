@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memory import validation
@@ -31,7 +31,7 @@ MAX_JUDGES = 5
 MAX_EXPECTED = 20
 # A judge below this found a problem worth remembering: its feedback joins the clusters.
 FEEDBACK_BELOW = 8.0
-JUDGE_TASK = "pattern_judge"
+JUDGE_TASK = "patterns.judge"
 # Each judge reads the same rubric from another angle, so their errors are less alike.
 PERSPECTIVES = (
     "correctness: does the code do what the task asks, for every input, not just the examples?",
@@ -216,7 +216,6 @@ def evaluation_run(record_id: int, *, now: datetime | None = None) -> str:
     The judges run outside any transaction (minutes of network); the result is written under a
     row lock that re-checks the state, so two workers never both finish one record.
     """
-    close_old_connections()
     record = EvalRecord.objects.select_related("owner").filter(pk=record_id).first()
     if record is None or record.state != EvalRecord.State.PENDING:
         return "skipped"

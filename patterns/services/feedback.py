@@ -22,7 +22,7 @@ MAX_MEMBERS = 20  # members kept per cluster (the count goes on)
 TASK_COSINE = 0.35
 DEFAULT_TOP = 5
 MAX_TOP = 20
-PROMPT_TASK = "pattern_prompt_evolution"
+PROMPT_TASK = "patterns.prompt_evolution"
 PROMPT_SCHEMA = {
     "type": "object",
     "properties": {
