@@ -77,7 +77,7 @@ def _rows(patterns: list[SuccessPattern]) -> list[Row]:
 
 
 def _context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
-    owner = request.user
+    owner: Any = request.user
     now = timezone.now()
     status = request.GET.get("status", "active")
     rows = SuccessPattern.objects.for_dashboard(owner)
@@ -87,7 +87,7 @@ def _context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     clusters = list(FeedbackCluster.objects.filter(owner=owner).order_by("-last_seen")[:50])
     cluster_rows = sorted(
         ({"cluster": c, "weight": c.weight(now), "surfaces": c.surfaces(now)} for c in clusters),
-        key=lambda r: (not r["surfaces"], -r["weight"]),
+        key=lambda r: (not r["surfaces"], -float(r["weight"])),  # type: ignore[arg-type]
     )
     context: dict[str, Any] = {
         "nav_section": "patterns",
