@@ -36,3 +36,14 @@ def evolve_prompts() -> int:
     from patterns.services.feedback import prompt_evolution_all
 
     return prompt_evolution_all()
+
+
+@shared_task(name="patterns.evolve_prompt")
+def evolve_prompt(owner_id: int) -> bool:
+    """One owner's prompt proposal, asked for from the dashboard; an open one is not repeated."""
+    from django.contrib.auth import get_user_model
+
+    from patterns.services.feedback import prompt_evolution_propose
+
+    owner = get_user_model().objects.filter(pk=owner_id).first()
+    return owner is not None and prompt_evolution_propose(owner=owner) is not None

@@ -11,5 +11,6 @@ urlpatterns = [
     path("learn/", views.learn, name="learn"),
     path("compose/", views.compose, name="compose"),
     path("settings/", views.settings_update, name="settings"),
+    path("propose/", views.propose, name="propose"),
     path("<slug:key>/<slug:action>/", views.act, name="act"),
 ]

@@ -18,17 +18,19 @@ from django_htmx.middleware import HtmxDetails
 
 from memory.errors import DomainError, NotFound
 from memory.services import llm
+from memory.services.jobs import job_enqueue
 from patterns import maths
 from patterns.forms import ComposeForm, LearnForm, RecallForm, RefineForm
 from patterns.models import EvalRecord, FeedbackCluster, SuccessPattern
 from patterns.services import compose as compose_services
-from patterns.services import evaluation, promotion, store
+from patterns.services import evaluation, feedback, promotion, store
 from patterns.services import settings as pattern_settings
 
 PER_PAGE = 25
 SPARK_W, SPARK_H = 80, 20
 SPARK_POINTS = 10  # evaluations a sparkline shows, oldest first
 ACTIONS = ("evaluate", "reused", "refine", "promote", "retire")
+PROPOSE_TASK = "patterns.evolve_prompt"
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -113,13 +115,17 @@ def _context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     recall_form = context["recall_form"]
     if recall_form.is_bound and recall_form.is_valid():
         try:
+            task = recall_form.cleaned_data["task"]
+            vector = store.embed(task)
             context["results"] = store.pattern_recall(
                 owner=owner,
-                task=recall_form.cleaned_data["task"],
+                task=task,
                 limit=10,
                 eval_weighted=bool(recall_form.cleaned_data["eval_weighted"]),
                 recency_weight=recall_form.cleaned_data["recency_weight"] or 0.0,
+                vector=vector,
             )
+            context["issues"] = feedback.feedback_top(owner=owner, task=task, vector=vector)
         except DomainError as exc:
             recall_form.add_error("task", exc.sentence)
     context.update(extra)
@@ -217,6 +223,18 @@ def compose(request: HtmxHttpRequest) -> HttpResponse:
         template += "#compose"
     context = _context(request, compose_form=form, composition=composition)
     return render(request, template, context, status=status)
+
+
+@require_POST
+@login_required
+def propose(request: HtmxHttpRequest) -> HttpResponse:
+    """Queue a prompt-evolution proposal for this owner (LLM only: refused without a key)."""
+    if not llm.configured():
+        messages.error(request, "Prompt proposals need an LLM key; none is configured.")
+    else:
+        job_enqueue(PROPOSE_TASK, request.user.pk)
+        messages.info(request, "A prompt proposal is being written; it will wait in Review.")
+    return redirect("patterns:index")
 
 
 @require_POST

@@ -10,10 +10,11 @@ from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 
+from memory.access import actor_of
 from memory.models import ApiToken
 from patterns import api
 from patterns.services import compose as compose_services
-from patterns.services import evaluation, feedback
+from patterns.services import evaluation, feedback, promotion
 
 
 def pattern_tools(server: MCPServer, token: ApiToken) -> None:
@@ -137,6 +138,13 @@ def pattern_tools(server: MCPServer, token: ApiToken) -> None:
             {"task": task, "given": given or [], "max_stages": max_stages, "stages": stages},
         )
         return body
+
+    @server.tool(name="patterns_promote")
+    @tool
+    def promote(key: str) -> dict[str, Any]:
+        """Promote a pattern to a procedural engram; it waits in the review queue as a candidate."""
+        pattern = promotion.pattern_promote(owner=token.owner, key=key, actor=actor_of(token))
+        return {"key": pattern.key, "engram_id": pattern.engram_id}
 
     @server.tool(name="patterns_composition")
     @tool

@@ -18,7 +18,7 @@ from tests.patterns.helpers import HONEST_CODE, make_pattern
 PATTERN_TOOLS = {
     "patterns_learn", "patterns_recall", "patterns_evaluate", "patterns_evaluation",
     "patterns_refine", "patterns_reused", "patterns_feedback", "patterns_compose",
-    "patterns_composition",
+    "patterns_composition", "patterns_promote",
 }  # fmt: skip
 
 

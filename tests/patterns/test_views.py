@@ -131,3 +131,21 @@ def test_sparkline_points() -> None:
 
 def test_the_page_needs_a_login(client: Client) -> None:
     assert client.get(URL).status_code == HTTPStatus.FOUND
+
+
+def test_recall_on_the_page_shows_the_recurring_issues_of_similar_tasks(
+    logged_in: Client, owner: Any
+) -> None:
+    from patterns.services.evaluation import evaluation_request
+
+    make_pattern(owner, "Write a function that parses ISO 8601 dates")
+    for _ in range(2):
+        evaluation_request(owner=owner, task="Write a function that parses ISO dates", code="x=1")
+    html = logged_in.get(URL, {"task": "parse an ISO date string"}).content.decode()
+    assert "Recurring issues in similar tasks" in html
+    assert "no function or class is defined" in html
+
+
+def test_a_prompt_proposal_needs_an_llm_key(logged_in: Client) -> None:
+    response = logged_in.post(URL + "propose/", follow=True)
+    assert "need an LLM key" in response.content.decode()
