@@ -79,7 +79,7 @@ def test_prompt_evolution_is_llm_only_and_files_a_review_item(owner: Any, settin
 
 
 def test_an_approved_prompt_proposal_becomes_an_engram(
-    owner: Any, fake_claude: Any, settings: Any
+    owner: Any, fake_claude: Any, settings: Any, logged_in: Any
 ) -> None:
     key, settings.ANTHROPIC_API_KEY = settings.ANTHROPIC_API_KEY, ""
     evaluate_bad(owner)  # the rubric, at once: its findings cluster
@@ -99,6 +99,8 @@ def test_an_approved_prompt_proposal_becomes_an_engram(
     # The same clusters are not proposed twice while the item is open.
     assert prompt_evolution_propose(owner=owner) is None
     assert len(fake_claude.calls(PROMPT_TASK)) == 1
+    page = logged_in.get("/review/").content.decode()
+    assert "Always define a named function and test it." in page
     review_decide(owner=owner, item=item, action="approve", actor="person")
     engram = Engram.objects.get(statement="Always define a named function and test it.")
     assert engram.status == Engram.Status.ACTIVE
@@ -139,3 +141,19 @@ def test_the_aging_task_twice_changes_nothing_the_second_time(owner: Any) -> Non
     )
     assert age() == {"aged": 0, "retired": 1}
     assert age() == {"aged": 0, "retired": 0}
+
+
+def test_the_prompt_tasks_twice_file_one_proposal(
+    owner: Any, fake_claude: Any, settings: Any
+) -> None:
+    from patterns.tasks import evolve_prompt
+
+    key, settings.ANTHROPIC_API_KEY = settings.ANTHROPIC_API_KEY, ""
+    evaluate_bad(owner)
+    evaluate_bad(owner)
+    settings.ANTHROPIC_API_KEY = key
+    fake_claude.on(PROMPT_TASK, lambda body: {"prompt_addition": "Test it.", "rationale": "r"})
+    assert evolve_prompts() == 1
+    assert evolve_prompts() == 0
+    assert evolve_prompt(owner.pk) is False
+    assert ReviewItem.objects.filter(kind=ReviewItem.Kind.PROMPT).count() == 1
