@@ -15,8 +15,8 @@ embedder, the real services, a throwaway database):
 - duplicates: a stream of re-learned paraphrases under on_duplicate=replace_with_better;
   score = share of families that end as exactly one pattern holding the best version.
 
-Plus recall latency at 100 / 1,000 / 5,000 patterns (exact numpy cosine over the owner's
-vectors, then the eval store of the nearest 200).
+Plus recall latency at 100 / 1,000 / 5,000 patterns (exact cosine over the owner's vectors:
+pgvector in SQL on PostgreSQL, numpy on SQLite; then the eval store of the nearest 200).
 
     DATABASE_URL=... python bench/lifecycle.py [--trials 40] [--write docs/benchmarks.md]
 """
@@ -339,8 +339,9 @@ def report(results: dict[str, Any], trials: int, seed: int) -> str:
         lines.append(f"| {name} | {cells} |")
     lines += [
         "",
-        "Recall latency (one owner, exact numpy cosine over the owner's live vectors, then the "
-        "eval store of the nearest 200; limit 5):",
+        f"Recall latency on {connection.vendor} (one owner, exact cosine over the owner's live "
+        "vectors: pgvector `<=>` in SQL on PostgreSQL, numpy over the float32 blobs on SQLite; "
+        "then the eval store of the nearest 200; limit 5):",
         "",
         "| Patterns | p50 (ms) | p95 (ms) | p50 without the query embedding (ms) |",
         "|---|---|---|---|",
