@@ -152,6 +152,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "memory",
     "exchange",
+    "dialectic",
 ]
 
 MIDDLEWARE = [
@@ -279,6 +280,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "exchange-refresh-fitness": {"task": "exchange.refresh_fitness", "schedule": 6 * 3600.0},
     "exchange-expire-trials": {"task": "exchange.expire_trials", "schedule": 3600.0},
     "maintenance": {"task": "engram.maintain", "schedule": 24 * 3600.0},
+    "dialectic-consolidate": {"task": "dialectic.consolidate", "schedule": 900.0},
 }
 
 # --- Engram -------------------------------------------------------------------------------

@@ -39,6 +39,9 @@ PURE_MODULES = [
     "exchange.crypto",
     "exchange.packet",
     "exchange.fitness",
+    "dialectic.maths",
+    "dialectic.render",
+    "memory.integrations.artifact_sync",
 ]
 
 # Layers inside an app, by the module's role (its first name after the app); an import may
