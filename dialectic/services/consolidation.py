@@ -540,15 +540,27 @@ def _habit_sentence(thesis: Thesis, label: str) -> str:
     return f"Prefer the usual order of work for {label}: {' then '.join(sequence)}."
 
 
+def _sessions(thesis: Thesis) -> set[Any]:
+    return set(
+        Trace.objects.filter(cluster_id=thesis.cluster_id, observation__session__isnull=False)
+        .values_list("observation__session_id", flat=True)
+        .distinct()
+    )
+
+
 def _subsumed(thesis: Thesis, others: Sequence[Thesis]) -> bool:
-    """A habit that is part of a longer habit of the same scope (Read → Edit inside
+    """A habit that is part of a longer habit seen in the same sessions (Read → Edit inside
     Read → Edit → make docs) says nothing the longer one does not."""
     mine = list(thesis.expected_sequence)
+    sessions: set[int] | None = None
     for other in others:
         theirs = list(other.expected_sequence)
         if other.pk == thesis.pk or other.scope != thesis.scope or len(theirs) <= len(mine):
             continue
-        if any(theirs[i : i + len(mine)] == mine for i in range(len(theirs) - len(mine) + 1)):
+        if not any(theirs[i : i + len(mine)] == mine for i in range(len(theirs) - len(mine) + 1)):
+            continue
+        sessions = _sessions(thesis) if sessions is None else sessions
+        if sessions and len(sessions & _sessions(other)) * 2 >= len(sessions):
             return True
     return False
 
