@@ -14,5 +14,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("exchange/", include("exchange.urls", namespace="exchange")),
+    path("dialectic/", include("dialectic.urls", namespace="dialectic")),
     path("", include("memory.urls")),
 ]

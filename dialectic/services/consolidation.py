@@ -288,7 +288,7 @@ def _assign(traces: list[Trace]) -> tuple[int, int]:
             vector = trace.observation.embedding
             if vector is None:
                 continue
-            vector = np.asarray(vector, dtype=np.float32)
+            vector = np.array(vector, dtype=np.float32)  # a writable copy
             best, similarity = -1, -1.0
             if len(clusters):
                 sims = centroids @ vector
@@ -302,7 +302,9 @@ def _assign(traces: list[Trace]) -> tuple[int, int]:
                 clusters.append(cluster)
                 sums.append(np.zeros_like(vector))
                 centroids = (
-                    np.vstack([centroids, vector[None, :]]) if len(centroids) else vector[None, :]
+                    np.vstack([centroids, vector[None, :]])
+                    if len(centroids)
+                    else vector[None, :].copy()
                 )
                 best, similarity = len(clusters) - 1, 1.0
                 created += 1

@@ -15,7 +15,7 @@ from dialectic.tasks import consolidate as consolidate_task
 from memory.models import Observation, ReviewItem
 from tests.dialectic.helpers import breadth_first, depth_first, plant, replay
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 
 def test_observations_are_embedded_in_batches_with_their_session_window(owner: Any) -> None:

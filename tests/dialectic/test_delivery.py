@@ -24,7 +24,7 @@ from memory.models import ApiToken, ReviewItem
 from memory.services.review import review_decide
 from tests.dialectic.helpers import plant, replay, workflow
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 
 def published(owner: Any, *, skill: bool = False) -> list[Artifact]:

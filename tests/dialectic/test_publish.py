@@ -18,7 +18,7 @@ from memory.models import ReviewItem
 from memory.services.review import review_decide
 from tests.dialectic.helpers import breadth_first, depth_first, plant, replay, workflow
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 METADATA = re.compile(
     r"^<!-- engram:pattern:(\d+):synthesis:(\d+):v(\d+):(\d{4}-\d{2}-\d{2}):confidence:"
     r"(\d\.\d\d) -->$",
