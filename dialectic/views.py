@@ -36,7 +36,7 @@ def _page(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpR
     if "#" not in template:
         context.setdefault("nav_review_open", open_count(owner=_owner(request)))
     context.setdefault("nav_section", "dialectic")
-    return _page(request, template, context)
+    return render(request, template, context)
 
 
 @require_GET
