@@ -15,13 +15,15 @@ import posixpath
 import re
 import shlex
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 from django.db import transaction
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from dialectic import maths
@@ -30,7 +32,7 @@ from memory.models import Observation, ReviewItem
 from memory.services.engrams import embed_texts
 from memory.services.llm import PRODUCER_HEURISTIC, PRODUCER_LLM, LlmUnavailable, llm_run
 
-EMBED_BATCH = 256
+EMBED_BATCH = 500
 MAX_TEXT = 300
 ERROR_RE = re.compile(r"\b(error|exception|traceback|failed|failure|fatal)\b", re.IGNORECASE)
 TEST_COMMAND_RE = re.compile(
@@ -196,20 +198,22 @@ def _traces_build(claimed: list[Observation]) -> None:
     first_id = claimed[0].pk
     earlier: dict[Any, list[Observation]] = defaultdict(list)
     if sessions:
+        # The last 4 calls of each session before this batch, in one query.
+        position = Window(RowNumber(), partition_by=[F("session_id")], order_by=F("id").desc())
         before = (
             Observation.objects.filter(session_id__in=sessions, id__lt=first_id)
-            .order_by("-id")
+            .annotate(position=position)
+            .filter(position__lt=maths.SESSION_WINDOW)
+            .order_by("id")
             .only("id", "session_id", "tool", "tool_input", "tool_output", "success")
         )
-        for session_id in sessions:
-            rows = list(before.filter(session_id=session_id)[: maths.SESSION_WINDOW - 1])
-            earlier[session_id] = rows[::-1]
+        for found in before:
+            earlier[found.session_id].append(found)
     texts, traces = [], []
     per_session_feats: dict[Any, list[set[tuple[str, str]]]] = defaultdict(list)
     for session_id, rows in earlier.items():
         for row in rows:
-            project = ""
-            per_session_feats[session_id].append(observation_features(row, _input_of(row), project))
+            per_session_feats[session_id].append(observation_features(row, _input_of(row), ""))
     for observation in claimed:
         session = observation.session
         project = (session.cwd if session else "") or ""
@@ -239,11 +243,16 @@ def _traces_build(claimed: list[Observation]) -> None:
                 observed_at=observation.created_at,
             )
         )
-    vectors = embed_texts(texts)
-    for observation, vector in zip(claimed, vectors, strict=True):
-        observation.embedding = vector
-        observation.processed_at = now
-    Observation.objects.bulk_update(claimed, ["embedding", "processed_at"])
+    # Texts name the kind of action, so a batch repeats many: each distinct one is embedded once.
+    distinct = list(dict.fromkeys(texts))
+    embedded = dict(zip(distinct, embed_texts(distinct), strict=True))
+    # One UPDATE per distinct text (observations with the same text share their vector).
+    ids_by_text: dict[str, list[int]] = defaultdict(list)
+    for observation, text in zip(claimed, texts, strict=True):
+        ids_by_text[text].append(observation.pk)
+        observation.embedding = embedded[text]
+    for text, ids in ids_by_text.items():
+        Observation.objects.filter(pk__in=ids).update(embedding=embedded[text], processed_at=now)
     Trace.objects.bulk_create(traces, ignore_conflicts=True)
 
 
@@ -422,59 +431,64 @@ def theses_refresh(*, owner: Any | None = None, now: datetime | None = None) -> 
 
 def antitheses_find(*, owner: Any | None = None, batch: int = 5000) -> int:
     """Record every trace of the thesis's owner and scope with cosine > 0.5 to its centroid
-    whose tool sequence diverges (D > 0.3); only traces newer than the thesis's watermark are
-    read, and the (thesis, trace) pair is unique, so a second run adds nothing."""
+    whose tool sequence diverges (D > 0.3). A contradiction is the same kind of action done
+    another way, so candidates are calls of the tool the habit ends with (an Edit is not a
+    different way of doing a Read). Only traces newer than each thesis's watermark are read,
+    once per (owner, scope, tool) for all its theses, and the (thesis, trace) pair is unique,
+    so a second run adds nothing."""
     found = 0
     theses = Thesis.objects.filter(status=Thesis.Status.ACTIVE).select_related("cluster")
     if owner is not None:
         theses = theses.filter(owner=owner)
+    groups: dict[tuple[int, str, str], list[Thesis]] = defaultdict(list)
     for thesis in theses:
-        centroid = thesis.cluster.centroid
-        expected = list(thesis.expected_sequence)
-        # A contradiction is the same kind of action done another way: candidates are calls of
-        # the tool the habit ends with (an Edit is not a different way of doing a Read).
-        tool = expected[-1] if expected else ""
+        if thesis.expected_sequence:
+            groups[(thesis.owner_id, thesis.scope, thesis.expected_sequence[-1])].append(thesis)
+    for (owner_id, scope, tool), members in groups.items():
+        low = min(t.checked_upto for t in members)
+        centroids = np.array([t.cluster.centroid for t in members], dtype=np.float32)
         while True:
             rows = list(
                 Trace.objects.filter(
-                    owner_id=thesis.owner_id,
-                    scope=thesis.scope,
-                    observation_id__gt=thesis.checked_upto,
-                    tool=tool,
+                    owner_id=owner_id, scope=scope, tool=tool, observation_id__gt=low
                 )
-                .select_related("observation")
-                .only("observation_id", "sequence", "observed_at", "observation__embedding")
-                .order_by("observation_id")[:batch]
+                .order_by("observation_id")
+                .values_list("observation_id", "sequence", "observed_at", "observation__embedding")[
+                    :batch
+                ]
             )
             if not rows:
                 break
             vectors = np.array(
-                [
-                    r.observation.embedding
-                    if r.observation.embedding is not None
-                    else np.zeros_like(centroid)
-                    for r in rows
-                ],
+                [r[3] if r[3] is not None else np.zeros(centroids.shape[1]) for r in rows],
                 dtype=np.float32,
             )
-            sims = vectors @ centroid
+            sims = vectors @ centroids.T  # rows x theses
             new = []
-            for row, similarity in zip(rows, sims, strict=True):
-                d = maths.aligned_divergence(row.sequence, expected)
-                if maths.contradicts(float(similarity), d):
-                    new.append(
-                        Antithesis(
-                            thesis=thesis,
-                            trace_id=row.observation_id,
-                            similarity=float(similarity),
-                            divergence=d,
-                            observed_at=row.observed_at,
+            for column, thesis in enumerate(members):
+                expected = list(thesis.expected_sequence)
+                for index in np.nonzero(sims[:, column] > maths.ANTITHESIS_COSINE)[0]:
+                    trace_id, sequence, observed_at, _ = rows[index]
+                    if trace_id <= thesis.checked_upto:
+                        continue
+                    d = maths.aligned_divergence(sequence, expected)
+                    similarity = float(sims[index, column])
+                    if maths.contradicts(similarity, d):
+                        new.append(
+                            Antithesis(
+                                thesis=thesis,
+                                trace_id=trace_id,
+                                similarity=similarity,
+                                divergence=d,
+                                observed_at=observed_at,
+                            )
                         )
-                    )
+            low = rows[-1][0]
             with transaction.atomic():
                 Antithesis.objects.bulk_create(new, ignore_conflicts=True)
-                thesis.checked_upto = rows[-1].observation_id
-                Thesis.objects.filter(pk=thesis.pk).update(checked_upto=thesis.checked_upto)
+                Thesis.objects.filter(pk__in=[t.pk for t in members]).update(checked_upto=low)
+            for thesis in members:
+                thesis.checked_upto = low
             found += len(new)
     return found
 
@@ -664,26 +678,34 @@ def draft_llm(
     return Draft(statement, condition, chosen, PRODUCER_LLM)
 
 
-def _evidence(thesis: Thesis) -> tuple[list[Trace], list[Trace], list[Antithesis]]:
-    anti = list(Antithesis.objects.filter(thesis=thesis).select_related("trace"))
-    against_ids = {a.trace_id for a in anti}
-    # The habit's evidence: the cluster's calls of the tool the habit ends with (the same
-    # kind of action the antitheses are).
-    tool = thesis.expected_sequence[-1] if thesis.expected_sequence else ""
-    members = [
-        t
-        for t in Trace.objects.filter(cluster_id=thesis.cluster_id, tool=tool).order_by(
-            "observation_id"
-        )
-        if t.observation_id not in against_ids
-    ]
-    return members, [a.trace for a in anti], anti
-
-
-def _evidence_key(thesis: Thesis, anti: Iterable[Antithesis], triggered: bool) -> str:
-    ids = sorted(a.trace_id for a in anti) if triggered else []
-    raw = json.dumps([thesis.pk, thesis.expected_sequence, ids])
+def _evidence_key(family: Sequence[Thesis], anti_ids: Sequence[int], triggered: bool) -> str:
+    ids = list(anti_ids) if triggered else []
+    raw = json.dumps([sorted(t.pk for t in family), list(family[0].expected_sequence), ids])
     return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _families(theses: Sequence[Thesis]) -> dict[int, list[Thesis]]:
+    """Theses of one owner with the same habit in 3 or more scopes (projects), centroids close
+    (cosine > 0.75): one lesson seen across projects, whose evidence counts together and whose
+    synthesis is proposed for the user scope."""
+    groups: dict[tuple[int, tuple[str, ...]], list[Thesis]] = defaultdict(list)
+    for thesis in theses:
+        groups[(thesis.owner_id, tuple(thesis.expected_sequence))].append(thesis)
+    families: dict[int, list[Thesis]] = {}
+    for members in groups.values():
+        if len({t.scope for t in members}) < maths.USER_SCOPE_MIN_PROJECTS:
+            continue
+        for thesis in members:
+            close = [
+                other
+                for other in members
+                if other.pk == thesis.pk
+                or maths.cosine(thesis.cluster.centroid, other.cluster.centroid)
+                > maths.CLUSTER_COSINE
+            ]
+            if len({t.scope for t in close}) >= maths.USER_SCOPE_MIN_PROJECTS:
+                families[thesis.pk] = sorted(close, key=lambda t: t.pk)
+    return families
 
 
 def syntheses_make(
@@ -701,21 +723,50 @@ def syntheses_make(
     if owner is not None:
         theses = theses.filter(owner=owner)
     active = list(theses)
+    families = _families(active)
     for thesis in active:
         if len(thesis.expected_sequence) < 2:
             continue  # one call is not a habit of working in some order
-        support, against, anti = _evidence(thesis)
-        weight = maths.antithesis_weight(
-            [a.observed_at for a in anti], [t.observed_at for t in support], now
+        family = families.get(thesis.pk, [thesis])
+        if min(t.pk for t in family) != thesis.pk:
+            continue  # the family's first thesis speaks for all of it
+        tool = thesis.expected_sequence[-1]
+        anti_rows = list(
+            Antithesis.objects.filter(thesis__in=family)
+            .order_by("trace_id")
+            .values_list("trace_id", "observed_at")
         )
-        triggered = maths.synthesis_triggered(weight, thesis.confidence)
+        anti_ids = {a for a, _ in anti_rows}
+        support_rows = [
+            (pk, when)
+            for pk, when in Trace.objects.filter(
+                cluster_id__in=[t.cluster_id for t in family], tool=tool
+            ).values_list("observation_id", "observed_at")
+            if pk not in anti_ids
+        ]
+        if len(family) > 1:
+            confidence = maths.thesis_confidence(
+                sum(t.size for t in family), min(t.cohesion for t in family)
+            )
+        else:
+            confidence = thesis.confidence
+        weight = maths.antithesis_weight(
+            [when for _, when in anti_rows], [when for _, when in support_rows], now
+        )
+        triggered = maths.synthesis_triggered(weight, confidence)
         if not triggered and (
-            thesis.confidence < maths.PUBLISH_MIN_CONFIDENCE or _subsumed(thesis, active)
+            confidence < maths.PUBLISH_MIN_CONFIDENCE or _subsumed(thesis, active)
         ):
             continue
-        key = _evidence_key(thesis, anti, triggered)
+        key = _evidence_key(family, sorted(anti_ids), triggered)
         if Synthesis.objects.filter(thesis=thesis, evidence_key=key).exists():
             continue
+        support = list(
+            Trace.objects.filter(observation_id__in=[pk for pk, _ in support_rows]).order_by(
+                "observation_id"
+            )
+        )
+        against = list(Trace.objects.filter(observation_id__in=anti_ids).order_by("observation_id"))
         against_f = [t.feature_set for t in against]
         support_f = [t.feature_set for t in support]
         if triggered:
@@ -748,7 +799,7 @@ def syntheses_make(
                     "parsimony": quality.parsimony,
                     "q": quality.q,
                     "antithesis_weight": weight,
-                    "confidence": thesis.confidence,
+                    "confidence": confidence,
                     "exemplars": len(support),
                     "projects": projects,
                     "producer": draft.producer,

@@ -171,3 +171,16 @@ def test_the_dashboard_review_shows_the_file_as_it_will_be_written(
     (path,) = item.payload["files"]
     assert f".claude/{path}" in page
     assert "**Exception:** a Bash call just failed" in page
+
+
+def test_one_habit_in_3_project_scopes_is_one_user_scope_lesson(owner: Any) -> None:
+    for project in ("shop", "blog", "wiki") * 2:
+        replay(owner, breadth_first(), cwd=f"/home/alice/{project}", scope=f"project:{project}")
+    stages.consolidate(owner=owner)
+    # Each project alone has 6 reads (conf 0.6 < 0.7): together they are one confident lesson.
+    (synthesis,) = Synthesis.objects.filter(state=Synthesis.State.REVIEW)
+    assert synthesis.confidence == pytest.approx(min(1, 18 / 10) * synthesis.thesis.cohesion, 0.05)
+    assert synthesis.exemplars == 18 and len(synthesis.projects) == 3
+    item = ReviewItem.objects.get(pk=synthesis.review_item_id)
+    assert item.payload["scope"] == "user"
+    assert stages.consolidate(owner=owner).syntheses == 0
