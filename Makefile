@@ -11,7 +11,7 @@ test:
 	@bash scripts/test.sh
 
 lint:
-	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy engramsite lib memory exchange patterns
+	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/mypy engramsite lib memory exchange dialectic patterns
 
 format:
 	.venv/bin/ruff check --fix . && .venv/bin/ruff format .

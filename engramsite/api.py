@@ -9,6 +9,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.operation import Operation
 
+from dialectic.api import router as dialectic_router
 from exchange.api import router as exchange_router
 from memory.api.endpoints import router as memory_router
 from memory.api.errors import status_of
@@ -40,6 +41,7 @@ api.add_router("/v1/", review_router)
 api.add_router("/v1/", learning_router)
 api.add_router("/v1/exchange/", exchange_router)
 api.add_router("/v1/patterns", patterns_router)
+api.add_router("/v1/", dialectic_router)
 
 
 def error(

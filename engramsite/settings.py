@@ -153,6 +153,7 @@ INSTALLED_APPS = [
     "memory",
     "exchange",
     "patterns",
+    "dialectic",
 ]
 
 MIDDLEWARE = [
@@ -282,6 +283,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "maintenance": {"task": "engram.maintain", "schedule": 24 * 3600.0},
     "patterns-age": {"task": "patterns.age", "schedule": 6 * 3600.0},
     "patterns-evolve-prompts": {"task": "patterns.evolve_prompts", "schedule": 24 * 3600.0},
+    "dialectic-consolidate": {"task": "dialectic.consolidate", "schedule": 900.0},
 }
 
 # --- Engram -------------------------------------------------------------------------------

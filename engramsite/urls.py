@@ -15,5 +15,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("exchange/", include("exchange.urls", namespace="exchange")),
     path("patterns/", include("patterns.urls", namespace="patterns")),
+    path("dialectic/", include("dialectic.urls", namespace="dialectic")),
     path("", include("memory.urls")),
 ]

@@ -15,7 +15,7 @@ ruff check .
 say "ruff format --check"
 ruff format --check .
 say "mypy"
-ENGRAM_DATA_DIR="$TEST_DATA/mypy" mypy engramsite lib memory exchange patterns
+ENGRAM_DATA_DIR="$TEST_DATA/mypy" mypy engramsite lib memory exchange dialectic patterns
 
 say "pytest on PostgreSQL ($DATABASE_URL)"
 ENGRAM_DATA_DIR="$TEST_DATA/pg" python -m pytest "$@"

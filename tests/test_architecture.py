@@ -40,6 +40,9 @@ PURE_MODULES = [
     "exchange.packet",
     "exchange.fitness",
     "patterns.maths",
+    "dialectic.maths",
+    "dialectic.render",
+    "memory.integrations.artifact_sync",
 ]
 
 # Layers inside an app, by the module's role (its first name after the app); an import may

@@ -145,6 +145,34 @@ def attach_rules(data: dict[str, object]) -> None:
         data[RULES_FIELD] = lines[:MAX_RULES]
 
 
+ARTIFACTS_PATH = "/api/v1/artifacts"
+
+
+def sync_artifacts(data: object, env: dict[str, str], seconds: float) -> str:
+    """At SessionStart, write the owner's delivered rules and skills into the project's
+    `.claude/` (user-scope ones into ~/.claude/); "" or a note naming files the user edited.
+    ENGRAM_SYNC_ARTIFACTS=0 turns it off."""
+    from memory.integrations.artifact_sync import sync
+
+    if not isinstance(data, dict) or data.get("hook_event_name") != "SessionStart":
+        return ""
+    project = env.get("CLAUDE_PROJECT_DIR") or data.get("cwd")
+    if env.get("ENGRAM_SYNC_ARTIFACTS", "1") == "0" or not isinstance(project, str) or seconds <= 0:
+        return ""
+    query = {"scope": env["ENGRAM_SCOPE"]} if env.get("ENGRAM_SCOPE") else {"cwd": project}
+    base = (env.get("ENGRAM_URL") or DEFAULT_URL).rstrip("/")
+    url = f"{base}{ARTIFACTS_PATH}?{urllib.parse.urlencode(query)}"
+    headers = {"User-Agent": "engram-hook/1"}
+    if env.get("ENGRAM_TOKEN", "").strip():
+        headers["Authorization"] = f"Bearer {env['ENGRAM_TOKEN'].strip()}"
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=seconds) as r:
+        listing = json.loads(r.read(8 * MAX_RESPONSE_BYTES))
+    report = sync(listing.get("artifacts"), project)
+    if not report.edited:
+        return ""
+    return "Engram left alone rules/skills you edited: " + ", ".join(report.edited)
+
+
 def forward(payload: bytes, env: dict[str, str]) -> str:
     """The server's answer to print, or "" on any failure or an empty answer."""
     try:
@@ -199,7 +227,15 @@ def forward(payload: bytes, env: dict[str, str]) -> str:
         answer = json.loads(body)
     except ValueError:
         return ""
-    if not isinstance(answer, dict) or not answer:
+    if not isinstance(answer, dict):
+        return ""
+    try:  # delivered rules and skills: a bonus, within what is left of the timeout
+        note = sync_artifacts(data, env, timeout - (time.monotonic() - started) - RETRY_MARGIN_S)
+    except Exception:
+        note = ""
+    if note and "systemMessage" not in answer:
+        answer["systemMessage"] = note
+    if not answer:
         return ""
     return json.dumps(answer, ensure_ascii=False)
 

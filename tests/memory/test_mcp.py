@@ -25,6 +25,7 @@ TOOLS = {
     "learn", "recall", "inject", "feedback", "forget", "capture", "timeline", "session_start",
     "session_end", "status", "learning_signals", "learning_drafts", "learning_settings",
     "lesson_undo", "review_list", "review_decide", "review_decide_all",
+    "dialectic_clusters", "dialectic_theses", "dialectic_syntheses", "dialectic_artifacts",
 }  # fmt: skip
 AWS_KEY = "AKIA" + "IOSFODNN7ABCDEFG"
 
