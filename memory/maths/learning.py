@@ -107,6 +107,7 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     for p, kind in (
         (r"(?:^(?:please\s+)?|[,;:]\s*(?:please\s+)?|\b(?:you|we|i)\s+(?:should\s+|must\s+|will\s+|"
          r"'ll\s+)?)(?:always|never)\s+(?!been\b|be\s+here|here\b)\w+", INSTRUCTION),
+        (r"^(?:please\s+)?(?:always|never)\b", INSTRUCTION),
         (r"\b(?:always|never)\s+(?:use|add|include|start|end|name|prefix|suffix|put|write|keep|"
          r"call|run|import|follow|check|test|commit|push|wrap|annotate|document|return|log|"
          r"validate|handle|declare|define|mark|set|leave|create|make|apply|avoid)\b", INSTRUCTION),
@@ -120,13 +121,14 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"^(?:please\s+)?remember\b", INSTRUCTION),
         (r"(?:^(?:please\s+)?|[,;:]\s*)(?:make\s+sure|be\s+sure|ensure)\s+(?:to|that\s+(?:you|we)|"
          r"you|we|all|every|each)\b", INSTRUCTION),
-        (r"\b(?:i|we)\s*(?:'d|would)?\s+(?:really\s+)?(?:prefer|like\s+you\s+to|want\s+you\s+to|"
+        (r"\b(?:i|we)\s*(?:'d|would)?\s+(?:(?:really|now|also|just|still|then)\s+)?(?:prefer|like\s+you\s+to|want\s+you\s+to|"
          r"need\s+you\s+to|expect\s+you\s+to|insist\s+on|recommend)\b", PREFERENCE),
         (r"\bprefer(?:s|red)?\s+\S+(?:\s+\S+){0,5}\s+(?:over|to|instead\s+of|rather\s+than)\b",
          PREFERENCE),
         (r"\bi\s+(?:like|love|hate|dislike|prefer)\s+(?:it\s+when\s+)?\w+", PREFERENCE),
         (r"\b(?:we|our\s+team|the\s+team|this\s+(?:repo|project|codebase|team))\s+"
-         r"(?:always\s+|usually\s+|only\s+)?(?:use|uses|follow|follows|stick\s+to|standardi[sz]e\s+on|"
+         r"(?:(?:always|usually|only|primarily|mostly|generally|normally|typically|exclusively|"
+         r"all|now|also)\s+)?(?:use|uses|follow|follows|stick\s+to|standardi[sz]e\s+on|"
          r"name|write|prefix|suffix|start|end)\b", INSTRUCTION),
         (r"\b(?:in|for)\s+this\s+(?:repo|repository|project|codebase|team|company)\b",
          INSTRUCTION),
@@ -138,6 +140,13 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          r"not\s+)?\w+", INSTRUCTION),
         (r"\bwe\s+must\s+(?:always\s+|never\s+|not\s+)?\w+", INSTRUCTION),
         (r"\bmust\s+(?:always\s+|never\s+|not\s+)?(?:be|use|have|include|start|end|follow)\b",
+         INSTRUCTION),
+        (r"\b(?:emphasi[sz]e|stress|underline)\s+(?:the\s+)?importance\s+of\b", INSTRUCTION),
+        (r"\brefrain\s+from\b", INSTRUCTION),
+        (r"\b(?:we|i)\s+(?:encourage|expect|ask|require)\s+(?:our|all|every|each|you|everyone)\b",
+         INSTRUCTION),
+        (r"\b(?:practice|thing|habit|point|convention|rule|standard|guideline)s?\b[^.;]{0,60}?\b"
+         r"is\s+(?:to\s+\w+|(?:the\s+)?(?:habit|practice|use|inclusion|idea)\s+of\s+\w+|\w+ing)\b",
          INSTRUCTION),
         (r"\bis\s+(?:mandatory|required|a\s+must|forbidden|not\s+allowed|banned)\b", INSTRUCTION),
     )
@@ -184,6 +193,165 @@ _TASK_START = re.compile(
     r"can\s+you|could\s+you)\b",
     re.I,
 )
+
+
+# --- evidence for and against a rule, sentence by sentence ---------------------------------
+# A clause that names a concrete practice: a value (quoted name, code-like token), a tool or
+# product name written with capitals inside the sentence, or a noun of the things conventions
+# are about (names, decorators, docstrings, imports, commits, dependencies …).
+_PRACTICE_NOUN = re.compile(
+    r"\b(?:names?|naming|prefix(?:es)?|suffix(?:es)?|decorators?|docstrings?|annotations?|type\s+hints?|"
+    r"imports?|modules?|packages?|libraries|library|dependenc(?:y|ies)|framework|indentation|"
+    r"tabs|spaces|quotes|line\s+length|camel\s*case|snake\s*case|kebab\s*case|pascal\s*case|"
+    r"upper\s*case|lower\s*case|commits?|commit\s+messages?|branch(?:es)?|pull\s+requests?|"
+    r"tests?|linter|formatter|debugger|profiler|ide|editor|vcs|version\s+control|"
+    r"functions?|methods?|classes|class|attributes?|variables?|arguments?|parameters?|"
+    r"constants?|comments?|assert(?:ions)?|exceptions?|logging|logs?|migrations?|"
+    r"endpoints?|schemas?|files?|folders?|directory|directories|config(?:uration)?|"
+    r"lockfile|script|scripts|helpers?|hooks?|pipelines?|ci|cd|docker|container|"
+    r"monitors?|laptop|desktop|machine|computer|phone|notebooks?|tool|tools|platform)\b",
+    re.I,
+)
+# A capitalised word after the first (PyCharm, GitLab, Black): a tool's or product's name.
+_PROPER_NAME = re.compile(r"(?<=\s)(?:[A-Z][a-z]*[A-Z]\w*|[A-Z]{2,}\w*|[A-Z][a-z]{2,})\b")
+# The rule is only announced, not stated: "some coding standards I'd like you to follow",
+# "a new naming convention for your method names", "update your function naming convention".
+_META_NOUN = (
+    r"(?:conventions?|standards?|practices?|guidelines?|instructions?|rules?|style|habits?|"
+    r"approach|polic(?:y|ies)|expectations|values|things|changes?|updates?|aspects?|points?)"
+)
+_ANNOUNCEMENT = re.compile(
+    r"\b(?:some|a\s+few|few|a\s+couple\s+of|couple\s+of|certain|specific|particular|new|"
+    r"several|key|important|following|our|your|my|the|this|these|those|a|an)\s+"
+    r"(?:[\w-]+\s+){0,3}?" + _META_NOUN + r"\b",
+    re.I,
+)
+# Encouragement, reassurance and small talk: about the person, not the work.
+_ENCOURAGEMENT = re.compile(
+    r"\b(?:happy\s+to|here\s+(?:to|for)\s+(?:help|support|you)|door\s+is\s+(?:always\s+)?open|"
+    r"(?:don'?t|do\s+not|never)\s+(?:be\s+(?:too\s+hard|afraid|shy|discouraged)|underestimate|"
+    r"give\s+up|doubt|stop\s+learning)|keep\s+up\s+the|proud\s+of|great\s+job|well\s+done|"
+    r"feel\s+(?:free|empowered|comfortable|confident)|trust\s+(?:me|yourself|your)|"
+    r"the\s+best\s+\w+\s+you\s+can\s+be|be\s+patient\s+with\s+yourself|believe\s+in|"
+    r"you(?:'re|\s+are)\s+(?:doing|making|on\s+the\s+right)|no\s+pressure|"
+    r"embrace\s+the|challenge\s+yourself|enjoy\s+the)\b",
+    re.I,
+)
+# A task for now or a one-off exploration, not a standing rule.
+_ONE_OFF = re.compile(
+    r"\b(?:for\s+now|for\s+the\s+time\s+being|right\s+now|at\s+the\s+moment|today|soon|"
+    r"this\s+time|this\s+week|first)\s*[.!]?$"
+    r"|\b(?:familiari[sz]e\s+yourself|get\s+(?:comfortable|familiar|settled|a\s+feel)|"
+    r"play(?:ing)?\s+around|try(?:ing)?\s+out|take\s+(?:some|the)\s+time\s+to\s+(?:explore|learn|"
+    r"get|read)|explore|dive\s+(?:deep|into|straight))\b",
+    re.I,
+)
+# "You must be Eva": a greeting, not an obligation.
+_NOT_OBLIGATION = re.compile(r"\bmust\s+be\s+(?:[A-Z]\w*|new|tired|excited|thrilled|the)\b")
+# An evaluation of a value with no practice in it: "Consistency is key", "Feedback is a gift".
+_EVALUATIVE = re.compile(
+    r"^(?:(?:just\s+)?remember\s+that\s+|keep\s+in\s+mind\s+that\s+)?(?:[\w'-]+\s+){1,4}?"
+    r"(?:is|are|isn'?t|aren'?t)\s+(?:just\s+|not\s+just\s+|all\s+|also\s+|so\s+|really\s+)?"
+    r"(?:key|crucial|essential|important|vital|a\s+gift|everything|about|as\s+important|"
+    r"just\s+as|a\s+(?:lifelong|team|great|powerful|journey))\b",
+    re.I,
+)
+# Discourse markers and a leading subordinate phrase before the main clause of a rule:
+# "Also,", "Secondly,", "Oh, and", "When naming methods,", "For attribute names,".
+_DISCOURSE = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|and|also|oh|well|now|then|plus|right|alright|yes|lastly|finally|"
+    r"first(?:ly)?|second(?:ly)?|third(?:ly)?|next|additionally|moreover|furthermore|"
+    r"one\s+more\s+thing|another\s+thing|by\s+the\s+way|btw|in\s+addition|importantly|"
+    r"please|just|and\s+please)[\s,:;.!-]+)*"
+    r"(?P<scope>(?:when|whenever|while|if|for|regarding|as\s+for|with|in|on|about|concerning)\s+"
+    r"[^,;:]{1,60}[,:]\s*)?(?:please\s+|also\s+|just\s+)?",
+    re.I,
+)
+_RULE_VERB = re.compile(
+    r"(?:use|add|include|start|end|name|prefix|suffix|put|write|keep|import|prefer|avoid|"
+    r"stick|follow|wrap|annotate|document|format|indent|sort|type|mark|place|store|append|"
+    r"begin|finish|terminate|decorate|apply|label|declare|define|pin|lock|quote|capitali[sz]e|"
+    r"separate|group|order|limit|return|raise|log|validate|handle|check|test|run|commit|push|"
+    r"refrain|stop|reach\s+out|communicate|communicate|work|take|go|leave)\b",
+    re.I,
+)
+# A value that names what a rule is about: quoted, back-ticked, a decorator, or code-like.
+_STRONG_VALUE = re.compile(
+    r"'[^'\s]{1,40}'|\"[^\"\n]{1,40}\"|`[^`\n]{1,60}`|@\w+|\b\w*_\w+\b|\b\w+_(?!\w)|\b\w*[a-z][A-Z]\w*\b"
+)
+
+
+def names_practice(text: str) -> bool:
+    """True when a clause names a concrete practice (a value, a tool, a convention's object)."""
+    return bool(
+        _STRONG_VALUE.search(text)
+        or _PRACTICE_NOUN.search(text)
+        or _PROPER_NAME.search(text)
+        or _CONTRAST.search(text)
+        or _GENERAL.search(text)
+        or _VERB_OBJECT.search(text)
+        or re.search(r"\d", text)
+    )
+
+
+# A convention's verb with an object that is not a pronoun: "avoid using virtual environments".
+_VERB_OBJECT = re.compile(
+    r"\b(?:use|using|avoid|avoiding|include|including|add|adding|import|importing|write|writing|"
+    r"prefix|suffix|naming|wrap|annotate|document|format|pin|refrain\s+from)\s+"
+    r"(?!(?:it|them|this|that|these|those|something|anything|time|yourself)\b)"
+    r"(?:[\w-]+\s+){0,3}?[\w-]{3,}",
+    re.I,
+)
+
+
+# "X, not Y", "X instead of Y", "X over Y": a choice between two named things.
+_CONTRAST = re.compile(
+    r"\w,?\s+not\s+\w|\binstead\s+of\s+\w|\brather\s+than\s+\w|\bover\s+\w", re.I
+)
+
+
+def is_announcement(text: str) -> bool:
+    """True for a clause that announces rules without stating one ("a few coding standards I'd
+    like you to follow", "update your naming convention")."""
+    return bool(
+        _ANNOUNCEMENT.search(text)
+        and not _STRONG_VALUE.search(text)
+        and not _PROPER_NAME.search(_ANNOUNCEMENT.sub(" ", text))
+    )
+
+
+def _imperative_rule(text: str) -> bool:
+    """An imperative clause (after discourse markers and a leading "When naming X," phrase)
+    whose verb sets a convention and which names its object in general: a value, or a rule
+    for all/every case."""
+    match = _DISCOURSE.match(text)
+    assert match is not None  # every part of the pattern is optional
+    rest = text[match.end() :]
+    if _NO_MORE.match(rest):
+        return True  # "No notebooks for taking notes."
+    if not _RULE_VERB.match(rest) or _TASK_START.match(rest):
+        return False
+    scoped = bool(match.group("scope") and _PRACTICE_NOUN.search(match.group("scope")))
+    return bool(scoped or _STRONG_VALUE.search(text) or _GENERAL.search(text))
+
+
+_NO_MORE = re.compile(
+    r"^no\s+(?:more\s+)?[\w-]+s\s+(?:for|in|on|when|while|during|before|after)\b", re.I
+)
+
+
+def negative_evidence(text: str) -> bool:
+    """Evidence that a sentence with a rule's marker is not a rule: encouragement, a one-off
+    task or exploration, a greeting, or an announcement of rules to come."""
+    return bool(
+        _ENCOURAGEMENT.search(text)
+        or (_ONE_OFF.search(text) and not _STRONG.search(text))
+        or _NOT_OBLIGATION.search(text)
+        or (is_announcement(text) and not _RULE_VALUE_AFTER_COLON.search(text))
+    )
+
+
+_RULE_VALUE_AFTER_COLON = re.compile(r":\s*\S")
 
 
 @dataclass(frozen=True)
@@ -249,34 +417,70 @@ def statement_part(sentence: str) -> str:
     return "" if _is_question(s) else s
 
 
-def classify_sentence(sentence: str, *, first: bool = False) -> str:
-    """The kind of rule one sentence states ("" when none): instruction, preference, correction."""
-    sentence = statement_part(sentence)
-    if len(_WORD.findall(sentence)) < MIN_CLAUSE_WORDS:
-        return ""
-    text = _masked(sentence)
-    if (
-        _BACK_REFERENCE.match(text)
-        and not _STRONG.search(text)
-        and not _CORRECTION_ANY.search(text)
-    ):
-        return ""  # "This is a convention we follow": the reason for the rule before it
-    if _CHATTER.search(text) and not _STRONG.search(text):
-        return ""
-    lead = _CORRECTION_LEAD.match(text) if first else None
-    if lead:
-        rest = text[lead.end() :]
-        if _IMPERATIVE.match(rest) or any(p.search(rest) for p, _ in _RULE_PATTERNS):
-            return CORRECTION
-    if _CORRECTION_ANY.search(text):
-        return CORRECTION
+# Markers strong enough to make a rule on their own ("always", "never", "from now on", a
+# leading "don't"); the others ("I'd like you to", "make sure", "we use") need a practice.
+_STRONG_RULE = re.compile(
+    r"\b(?:always|never|from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?"
+    r"future|every\s+time|whenever|no\s+more)\b|^(?:please\s+)?(?:do\s+not|don'?t)\s",
+    re.I,
+)
+
+
+def _rule_kind(text: str) -> str:
     for pattern, kind in _RULE_PATTERNS:
         if pattern.search(text):
             if _TASK_START.match(text) and not _STRONG.search(text) and kind != PREFERENCE:
                 # "Fix the bug in this repo", "Can you make sure the tests pass": a task.
                 continue
             return kind
-    if _IMPERATIVE.match(text) and _GENERAL.search(text) and not _TASK_START.match(text):
+    return ""
+
+
+def _after_announcement(sentence: str) -> str:
+    """ "Onto some coding guidelines: always include try statements" → the part after the
+    colon; the sentence itself otherwise."""
+    head, colon, tail = sentence.partition(": ")
+    if colon and is_announcement(_masked(head)) and len(_WORD.findall(tail)) >= MIN_CLAUSE_WORDS:
+        return tail
+    return sentence
+
+
+def classify_sentence(sentence: str, *, first: bool = False) -> str:
+    """The kind of rule one sentence states ("" when none): instruction, preference, correction.
+
+    Evidence for: a rule marker ("always", "never", "from now on", "I prefer", "we use", "make
+    sure" …), a correction of the previous action, or an imperative that sets a convention in
+    general ("Start attribute names with 'q_'", "When naming methods, end them with '_a'").
+    Evidence against: a question, encouragement or small talk, a one-off task or exploration
+    ("for now", "familiarise yourself"), an announcement of rules that names none, an
+    evaluation with no practice ("consistency is key"). A weak marker ("I'd like you to",
+    "make sure") also needs the clause to name a practice (a value, a tool, what is named or
+    configured)."""
+    sentence = statement_part(sentence)
+    if len(_WORD.findall(sentence)) < MIN_CLAUSE_WORDS:
+        return ""
+    text = _masked(_after_announcement(sentence))
+    if (
+        _BACK_REFERENCE.match(text)
+        and not _STRONG.search(text)
+        and not _CORRECTION_ANY.search(text)
+    ):
+        return ""  # "This is a convention we follow": the reason for the rule before it
+    if (_CHATTER.search(text) or _ENCOURAGEMENT.search(text)) and not _STRONG_VALUE.search(text):
+        return ""
+    lead = _CORRECTION_LEAD.match(text) if first else None
+    if lead:
+        rest = text[lead.end() :]
+        if _IMPERATIVE.match(rest) or _rule_kind(rest):
+            return CORRECTION
+    if _CORRECTION_ANY.search(text) and not negative_evidence(text):
+        return CORRECTION
+    if negative_evidence(text) or _EVALUATIVE.match(text):
+        return ""
+    kind = _rule_kind(text)
+    if kind and (_STRONG_RULE.search(text) or names_practice(text)):
+        return kind
+    if _imperative_rule(text):
         return INSTRUCTION
     return ""
 
@@ -291,11 +495,35 @@ def classify(prompt: str) -> Classification:
     if not isinstance(prompt, str) or not prompt.strip():
         return Classification()
     found: list[Clause] = []
-    for index, sentence in enumerate(sentences(prompt)):
+    parts = sentences(prompt)
+    for index, sentence in enumerate(parts):
         kind = classify_sentence(sentence, first=index == 0)
-        if kind:
-            found.append(Clause(statement_part(sentence), kind, index))
+        if not kind:
+            continue
+        text = _after_announcement(statement_part(sentence))
+        if _REFERS_BACK.search(_masked(text)):
+            previous = parts[index - 1] if index else ""
+            if previous and not previous.rstrip().endswith("?") and names_practice(previous):
+                if found and found[-1].index == index - 1:
+                    found.pop()  # the rule before, restated with this one
+                if len(previous) + len(text) < MAX_CLAUSE_CHARS:
+                    # "We use the '@retry' decorator. Add this decorator to all methods."
+                    text = previous.rstrip(" .!") + ": " + text[:1].lower() + text[1:]
+            elif kind != CORRECTION and not _STRONG_VALUE.search(text):
+                continue  # "Apply this consistently": nothing says what "this" is
+        found.append(Clause(text, kind, index))
     return Classification(tuple(found))
+
+
+# A rule whose object is a pronoun or "this decorator / these names": it needs the sentence
+# before it to say what it is about.
+_REFERS_BACK = re.compile(
+    r"\b(?:this|these|those)\s+(?:decorator|convention|practice|rule|prefix|suffix|naming|"
+    r"names?|module|tool|approach|habit|guideline|standard|format|style|one|way)\b"
+    r"|\b(?:apply|follow|use|add|include|implement|incorporate|adopt|keep|do|start|avoid|"
+    r"skip|import|end|name|prefix|suffix|try)\s+(?:this|these|those|it|them|that)\b",
+    re.I,
+)
 
 
 # --- the heuristic extractor ----------------------------------------------------------------
@@ -305,7 +533,7 @@ _LEAD_INS = re.compile(
     r"first(?:ly)?|second(?:ly)?|third(?:ly)?|finally|lastly|additionally|moreover|furthermore|"
     r"one\s+more\s+thing|another\s+thing|on\s+(?:a|another)\s+note|by\s+the\s+way|btw|"
     r"as\s+(?:a|for)\s+\w+|in\s+addition|moving\s+on|next|importantly|to\s+be\s+clear|"
-    r"no|nope|actually|wait|hmm|sorry|yes|yeah|please|just|[A-Z][a-z]+(?=,))"
+    r"no|nope|actually|wait|hmm|sorry|yes|yeah|please|just|(?!(?:always|never)\b)[A-Z][a-z]+(?=,))"
     r"[\s,:;.!-]+)+",
     re.I,
 )
@@ -568,21 +796,7 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
     """
     drafts: list[LessonDraft] = []
     seen: set[str] = set()
-    clauses: list[Clause] = []
-    for clause in classify(prompt).clauses:
-        previous = clauses[-1] if clauses else None
-        if (
-            previous is not None
-            and clause.index == previous.index + 1
-            and _ANAPHOR.search(clause.text)
-            and len(previous.text) + len(clause.text) < MAX_CLAUSE_CHARS
-        ):
-            # "We use the X decorator. Add this decorator to all methods.": one rule.
-            joined = previous.text.rstrip(" .!") + "; " + clean_clause(clause.text)[0].lower()
-            joined += clean_clause(clause.text)[1:]
-            clauses[-1] = Clause(joined, previous.kind, clause.index)
-        else:
-            clauses.append(clause)
+    clauses = list(classify(prompt).clauses)
     for clause in clauses:
         statement = clean_clause(focus(clause.text))
         if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS or _META.match(statement):

@@ -174,3 +174,61 @@ def test_a_dotted_name_stays_whole_in_the_anti_pattern() -> None:
 
     assert anti_pattern_of("Use pathlib instead of os.path.") == "os.path"
     assert anti_pattern_of("Use httpx rather than requests.get, always.") == "requests.get"
+
+
+# Prompts as people write them to coding agents: rules stated with and without markers.
+AGENT_RULES = [
+    ("No, don't use npm here. Always use pnpm in this repo, remember that.", "Always use pnpm"),
+    ("I have a lot of deps already so I prefer simple, minimal dependencies, how can I add "
+     "caching?", "I prefer simple, minimal dependencies."),
+    ("From now on prefix private helpers with an underscore", "Prefix private helpers"),
+    ("we use black with line length 100, not 88", "We use black with line length 100, not 88."),
+    ("Also, wrap every public function with the @traced decorator.", "Wrap every public"),
+    ("Oh, and name test files test_<module>.py.", "Name test files test_<module>.py."),
+    ("When naming fixtures, end them with _factory.", "When naming fixtures, end them"),
+    ("Secondly, put type hints on all public functions; it helps mypy.", "Put type hints on all"),
+    ("Always, and I mean always, include assert statements in your methods.", "Always, and I"),
+    ("We primarily use Bitbucket as our version control system.", "We primarily use Bitbucket"),
+]  # fmt: skip
+NOT_RULES = [
+    "How should I structure the tests?",
+    "Add a test for the parser.",
+    "Fix the flaky test in test_api.py please",
+    "Great job, you are doing really well, keep it up!",
+    "My door is always open if you have any questions.",
+    "Don't worry about the failing lint for now.",
+    "I want to go over some coding standards we follow.",
+    "I'd like you to start following a new naming convention for your method names.",
+    "Consistency is key.",
+    "Just remember that consistency is key.",
+    "Take some time to explore the codebase first.",
+    "You must be Eva.",
+    "Always happy to help.",
+    "Make sure you plan some time off soon.",
+    "$ npm install\nnpm ERR! code ERESOLVE\nnpm ERR! peer dep missing",
+    "Apply this consistently.",
+]
+
+
+@pytest.mark.parametrize(("prompt", "start"), AGENT_RULES)
+def test_rules_written_to_coding_agents_are_extracted(prompt: str, start: str) -> None:
+    statements = [d.statement for d in L.extract(prompt)]
+    assert any(s.startswith(start) for s in statements), statements
+
+
+@pytest.mark.parametrize("prompt", NOT_RULES)
+def test_questions_tasks_encouragement_and_announcements_are_not_rules(prompt: str) -> None:
+    assert L.extract(prompt) == []
+
+
+def test_a_rule_about_this_decorator_carries_the_sentence_that_names_it() -> None:
+    prompt = "We use the '@retry' decorator from tenacity. Add this decorator to all network calls."
+    drafts = L.extract(prompt)
+    assert [d.statement for d in drafts] == [
+        "We use the '@retry' decorator from tenacity: add this decorator to all network calls."
+    ]
+
+
+def test_an_announcement_before_a_colon_does_not_hide_the_rule_after_it() -> None:
+    drafts = L.extract("Onto some coding guidelines: always include try statements in methods.")
+    assert [d.statement for d in drafts] == ["Always include try statements in methods."]
