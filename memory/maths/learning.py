@@ -538,7 +538,7 @@ _LEAD_INS = re.compile(
     re.I,
 )
 _PREAMBLES = re.compile(
-    r"^(?:(?:i\s+(?:would|'d)\s+like\s+(?:you|us)\s+to|i\s+want\s+(?:you|us)\s+to|"
+    r"^(?:(?:i(?:\s+would|'d)\s+like\s+(?:you|us)\s+to|i\s+want\s+(?:you|us)\s+to|"
     r"i\s+need\s+you\s+to|i\s+expect\s+you\s+to|i(?:'d)?\s+(?:really\s+)?(?:like|want)\s+to\s+"
     r"(?:remind|tell|ask)\s+you\s+(?:to|that)|make\s+sure\s+(?:to|that|you)|be\s+sure\s+to|"
     r"ensure\s+that|remember\s+(?:to|that)|keep\s+in\s+mind\s+(?:to|that)|please\s+note\s+that|"
@@ -897,6 +897,131 @@ def same_rule_other_value(new: str, old: str) -> bool:
     if not a or not b:
         return False
     return len(a & b) / len(a | b) >= SAME_RULE_WORDS
+
+
+# The slot a rule fills: what it names or configures. Two rules of the same slot with other
+# values (or the opposite direction) are two versions of one rule, however they are worded:
+# "When naming function argument names, always start them with 'e_'" and "start function
+# argument names with 'g_' from now on" fill (argument+function names, start).
+_NAMED_THING = re.compile(
+    r"\b(function|method|class|attribute|variable|argument|parameter|constant|module|file|"
+    r"test|branch|commit|table|column|component|field|property|interface|helper|fixture|"
+    r"endpoint|route|hook|package|type)(?:e?s)?\b",
+    re.I,
+)
+_POSITION = {
+    "start": "start", "begin": "start", "prefix": "start",
+    "end": "end", "finish": "end", "terminate": "end", "suffix": "end",
+    "include": "include", "contain": "include",
+}  # fmt: skip
+# "start ending your method names with '_p'": the position is "end", not "start".
+_POSITION_WORD = re.compile(r"\b(" + "|".join(_POSITION) + r")(?!\w*\s+\w+ing\b)", re.I)
+_NAMING_WORD = re.compile(r"\bnam(?:e|es|ed|ing)\b|\bprefix|\bsuffix", re.I)
+# "use X as the main computer", "use X for video calls", "switch to X for our tickets".
+_TOOL_ROLE = re.compile(
+    r"\b(?:use|uses|using|utili[sz](?:e|ing)|switch(?:ing)?\s+to|transition\s+to|move\s+to|adopt|go\s+with)\s+"
+    r"(?:a\s+|an\s+|the\s+|one\s+of\s+the\s+)?(?P<tool>[^,;.]{1,40}?)\s+(?:as|for|to)\s+"
+    r"(?P<role>[^,;.]{3,60})",
+    re.I,
+)
+_ROLE_NOISE = frozenset(
+    ["main", "primary", "preferred", "default", "only", "exclusively", "their", "track", "new"]
+)
+
+
+def naming_slots(statement: str) -> set[tuple[frozenset[str], str]]:
+    """(the kinds of names, the position) of each naming rule with a value in a statement:
+    "End attribute names with '_j' and start method names with 'a_'" has two."""
+    if not _NAMING_WORD.search(statement):
+        return set()
+    out = set()
+    position = ""
+    for part in _RULE_PARTS.split(statement):
+        found = _POSITION_WORD.search(part)
+        if found is not None:
+            position = _POSITION[found.group(1).casefold()]
+        things = frozenset(m.casefold() for m in _NAMED_THING.findall(part))
+        if values_of(part) and things and position:
+            out.add((things, position))
+    return out
+
+
+_RULE_PARTS = re.compile(r"\s+and\s+(?=\w+\s+(?:\w+\s+)?names?\b|start|end|begin)|[:;]\s+", re.I)
+_NEGATIVE_DIRECTION = re.compile(
+    r"\b(?:never|avoid\w*|stop\s+using|refrain\s+from|don'?t|do\s+not|no\s+longer|"
+    r"forget\s+about|without)\b",
+    re.I,
+)
+_USE_OBJECT = re.compile(
+    r"\b(?:use|using|utili[sz]e|utili[sz]ing|incorporate|adopt|set\s+up)\s+(?:an?\s+|the\s+|one\s+|"
+    r"your\s+)?([\w-]+)",
+    re.I,
+)
+
+
+def _used_objects(statement: str) -> frozenset[str]:
+    return frozenset(
+        w for m in _USE_OBJECT.findall(statement) for w in plain_words(m) if w not in _ROLE_NOISE
+    )
+
+
+def _acronym_of(short: frozenset[str], long: frozenset[str], text: str) -> bool:
+    initials = "".join(
+        w[0] for w in _WORD.findall(text.casefold()) if w not in _RULE_STOP and w not in _ROLE_NOISE
+    )
+    return bool(long) and any(len(w) >= 2 and w == initials for w in short)
+
+
+def tool_slot(statement: str) -> tuple[frozenset[str], frozenset[str], str] | None:
+    """(the tool's words, the role's words, the role's text) of "use X as/for Y", or None."""
+    match = _TOOL_ROLE.search(statement)
+    if match is None:
+        return None
+    tool = plain_words(match.group("tool"))
+    role = frozenset(w for w in plain_words(match.group("role")) if w not in _ROLE_NOISE)
+    if not tool or not role:
+        return None
+    return tool, role, match.group("role")
+
+
+def _same_role(a: tuple[frozenset[str], frozenset[str], str], b: tuple[frozenset[str],
+               frozenset[str], str]) -> bool:  # fmt: skip
+    ra, rb = a[1], b[1]
+    if len(ra & rb) * 2 >= min(len(ra), len(rb)):
+        return True
+    # "your main VCS" and "our version control system"
+    return (len(ra) == 1 and _acronym_of(ra, rb, b[2])) or (
+        len(rb) == 1 and _acronym_of(rb, ra, a[2])
+    )
+
+
+_DIRECTION_WORDS = frozenset(["avoid", "using", "stop", "refrain"])
+
+
+def is_variant(new: str, old: str) -> bool:
+    """A lexical variant test that compares what the rules are about rather than their words:
+    the same naming slot with another value, the same role filled by another tool, the same
+    words in the opposite direction, or the same rule words with another value."""
+    if new.strip().casefold() == old.strip().casefold():
+        return False
+    if same_rule_other_value(new, old):
+        return True
+    if naming_slots(new) & naming_slots(old) and values_of(new) != values_of(old):
+        return True
+    tool_new, tool_old = tool_slot(new), tool_slot(old)
+    if tool_new and tool_old and not (tool_new[0] & tool_old[0]) and _same_role(tool_new, tool_old):
+        return True
+    negative_new = bool(_NEGATIVE_DIRECTION.search(new))
+    if negative_new != bool(_NEGATIVE_DIRECTION.search(old)):
+        a = plain_words(new) - _DIRECTION_WORDS
+        b = plain_words(old) - _DIRECTION_WORDS
+        if a and b and len(a & b) / len(a | b) >= SAME_RULE_WORDS:
+            return True
+        # "Stop using a linter altogether" / "Use a linter for all your Python code"
+        used_new, used_old = _used_objects(new), _used_objects(old)
+        if used_new and used_new == used_old:
+            return True
+    return False
 
 
 # --- transcripts ------------------------------------------------------------------------------

@@ -232,3 +232,40 @@ def test_a_rule_about_this_decorator_carries_the_sentence_that_names_it() -> Non
 def test_an_announcement_before_a_colon_does_not_hide_the_rule_after_it() -> None:
     drafts = L.extract("Onto some coding guidelines: always include try statements in methods.")
     assert [d.statement for d in drafts] == ["Always include try statements in methods."]
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        # the same naming slot, reworded, with another value
+        ("Start function argument names with 'g_' from now on.",
+         "When naming function argument names, always start them with 'e_'."),
+        ("Start ending your method names with '_p'.", "End all method names with '_a'."),
+        ("Start method names with 'x_'.",
+         "End attribute names with '_j' and start method names with 'a_'."),
+        # the same role, another tool
+        ("Use a Windows laptop as your primary machine.",
+         "We prefer our engineers to use a Linux desktop as their primary machine."),
+        ("From now on use GitLab as your main VCS.",
+         "We use Bitbucket as our version control system."),
+        # the same practice, the other direction
+        ("Use a linter for all your Python code.", "Stop using a linter altogether."),
+        ("Always use a VPN when working remotely.", "Never use a VPN when working remotely."),
+    ],
+)  # fmt: skip
+def test_an_update_is_found_by_what_the_rule_is_about_not_its_words(new: str, old: str) -> None:
+    assert L.is_variant(new, old)
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        ("Start method names with 'x_'.", "Start attribute names with 'a_'."),
+        ("Start method names with 'x_'.", "End method names with '_x'."),
+        ("Use pytest for tests.", "Use ruff for linting."),
+        ("Never commit to main.", "Always commit small changes."),
+        ("Always use pnpm in this repo.", "Always use pnpm in this repo."),
+    ],
+)
+def test_rules_about_different_things_are_not_variants(new: str, old: str) -> None:
+    assert not L.is_variant(new, old)
