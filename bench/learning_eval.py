@@ -81,8 +81,51 @@ def _stems(words: frozenset[str]) -> set[str]:
     return {_STEM.sub("", w) if len(w) > 4 else w for w in words}
 
 
+# Fairer: a number written as a word is the same number ("seven days" states "7 days").
+_NUMBERS = {
+    w: str(i)
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
+    )
+}
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBERS) + r")\b", re.I)
+# Stricter: a rule and its opposite are not the same rule ("Avoid using a debugger" does not
+# state "always use a debugger"). The direction is read before a "but", "even", "instead" or
+# "rather", so "…, even if you don't use it" stays a positive rule.
+_NEGATIVE = re.compile(
+    r"\b(?:never|avoid\w*|stop\s+\w+ing|refrain\s+from|(?:don'?t|do\s+not)(?!\s+always)|"
+    r"no\s+longer|no\s+more(?!\s+than)|forget\s+about|without|not\s+(?:using|to)|disable)\b"
+    r"|^(?:so,?\s+|firstly,?\s+)?no\s+(?!more\s+than)\w",
+    re.I,
+)
+_DIRECTION_END = re.compile(r"\bbut\b|\beven\b|\binstead\b|\brather\b", re.I)
+
+
+def _negative(text: str) -> bool:
+    return bool(_NEGATIVE.search(_DIRECTION_END.split(text, maxsplit=1)[0]))
+
+
 def states(statement: str, topic: str) -> bool:
-    """True when a captured statement states the topic (see the thresholds above)."""
+    """True when a captured statement states the topic (see the thresholds above), in the
+    same direction."""
+    if _negative(statement) != _negative(topic):
+        return False
+    statement = _NUMBER_WORD.sub(lambda m: _NUMBERS[m.group(1).casefold()], statement)
+    topic = _NUMBER_WORD.sub(lambda m: _NUMBERS[m.group(1).casefold()], topic)
     topic_values, values = values_of(topic), values_of(statement)
     topic_words, words = _stems(plain_words(topic)), _stems(plain_words(statement))
     overlap = len(topic_words & words) / len(topic_words) if topic_words else 1.0

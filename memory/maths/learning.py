@@ -114,7 +114,8 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?future)\b",
          INSTRUCTION),
         (r"^(?:please\s+)?(?:do\s+not|don'?t)\s+(?!worry|hesitate|forget\s+that\b|mind|"
-         r"panic|bother|know|think|get\s+me)\w+", INSTRUCTION),
+         r"panic|bother|know|think|get\s+me|stress|feel|get\s+discouraged|hold\s+back|skimp|"
+         r"wait|be\s+afraid|let\s+(?:your|it|that|this))\w+", INSTRUCTION),
         (r"\b(?:we|i)\s+(?:do\s+not|don'?t|never)\s+(?:use|want|allow|like|do|write|"
          r"commit|put|add|need|rely|mix)\b", INSTRUCTION),
         (r"\b(?:remember|keep\s+in\s+mind|note)\s+(?:to|that|this)\b", INSTRUCTION),
@@ -135,7 +136,8 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(?:the|our)\s+(?:convention|guideline|rule|standard|house\s+style)\s+is\b",
          INSTRUCTION),
         (r"\binstead\s+of\b|\brather\s+than\b", INSTRUCTION),
-        (r"\b(?:avoid|stop)\s+(?!by\b)\w+", INSTRUCTION),
+        (r"(?:^(?:please\s+)?|\b(?:you|we|please|to|and|always|never|should|must)\s+)(?:avoid|stop)"
+         r"\s+(?!by\b)\w+", INSTRUCTION),
         (r"\byou\s+(?:must|should|shall|have\s+to|need\s+to|are\s+to)\s+(?:always\s+|never\s+|"
          r"not\s+)?\w+", INSTRUCTION),
         (r"\bwe\s+must\s+(?:always\s+|never\s+|not\s+)?\w+", INSTRUCTION),
@@ -143,6 +145,12 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          INSTRUCTION),
         (r"\b(?:emphasi[sz]e|stress|underline)\s+(?:the\s+)?importance\s+of\b", INSTRUCTION),
         (r"\brefrain\s+from\b", INSTRUCTION),
+        (r"(?:^|[,;:]\s*)(?:please\s+)?forget\s+about\s+\w+ing\b", INSTRUCTION),
+        # "It's important that you …" as the sentence's main clause, not "While it's important to"
+        (r"^(?:(?:so|also|and|now|but|first(?:ly)?|second(?:ly)?),?\s+)?it(?:'s|\s+is)\s+"
+         r"(?:important|essential|crucial|vital|imperative|mandatory|required)\s+(?:that\s+you|"
+         r"for\s+you\s+to|to\s+(?:always|never))\b|\bit(?:'s|\s+is)\s+best\s+(?:if|that)\s+you\b",
+         INSTRUCTION),
         (r"\b(?:we|i)\s+(?:encourage|expect|ask|require)\s+(?:our|all|every|each|you|everyone)\b",
          INSTRUCTION),
         (r"\b(?:practice|thing|habit|point|convention|rule|standard|guideline)s?\b[^.;]{0,60}?\b"
@@ -160,7 +168,7 @@ _CORRECTION_LEAD = re.compile(
 )
 _CORRECTION_ANY = re.compile(
     r"\bthat(?:'s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|correct|what)|incorrect)\b"
-    r"|\bnot\s+\S+(?:\s+\S+){0,4}?,?\s+but\s+(?:use|with|\S+)"
+    r"|\bnot\s+(?!only\b|just\b)\S+(?:\s+\S+){0,4}?,?\s+but\s+(?!also\b)(?:use|with|\S+)"
     r"|\b(?:you|it)\s+should(?:n'?t|\s+not)?\s+have\b"
     r"|\bi\s+(?:said|told\s+you|asked\s+(?:you\s+)?(?:to|for|not))\b",
     re.I,
@@ -218,7 +226,8 @@ _PROPER_NAME = re.compile(r"(?<=\s)(?:[A-Z][a-z]*[A-Z]\w*|[A-Z]{2,}\w*|[A-Z][a-z
 # "a new naming convention for your method names", "update your function naming convention".
 _META_NOUN = (
     r"(?:conventions?|standards?|practices?|guidelines?|instructions?|rules?|style|habits?|"
-    r"approach|polic(?:y|ies)|expectations|values|things|changes?|updates?|aspects?|points?)"
+    r"approach|polic(?:y|ies)|expectations|values|things|changes?|updates?|aspects?|points?|"
+    r"directives?|reminders?|requests?)"
 )
 _ANNOUNCEMENT = re.compile(
     r"\b(?:some|a\s+few|few|a\s+couple\s+of|couple\s+of|certain|specific|particular|new|"
@@ -234,12 +243,18 @@ _ENCOURAGEMENT = re.compile(
     r"feel\s+(?:free|empowered|comfortable|confident)|trust\s+(?:me|yourself|your)|"
     r"the\s+best\s+\w+\s+you\s+can\s+be|be\s+patient\s+with\s+yourself|believe\s+in|"
     r"you(?:'re|\s+are)\s+(?:doing|making|on\s+the\s+right)|no\s+pressure|"
-    r"embrace\s+the|challenge\s+yourself|enjoy\s+the)\b",
+    r"embrace\s+the|challenge\s+yourself|enjoy\s+the|hold\s+you\s+back|"
+    # advice about attitude rather than a practice: "always focus on the impact"
+    r"^(?:(?:always|never|please|just|also|so)\s+)*(?:focus\s+on|strive|aim\s+to|be\s+(?:open|"
+    r"proactive|patient|confident|kind|efficient|practical|mindful|curious)|seek\s+(?:feedback|"
+    r"help|out)|listen|reflect\s+on|celebrate|keep\s+(?:learning|growing|an\s+open)))\b",
     re.I,
 )
 # A task for now or a one-off exploration, not a standing rule.
 _ONE_OFF = re.compile(
-    r"\b(?:for\s+now|for\s+the\s+time\s+being|right\s+now|at\s+the\s+moment|today|soon|"
+    r"\b(?:if\s+you\s+haven'?t\s+already|for\s+your\s+next\s+task|in\s+the\s+coming\s+days|"
+    r"tomorrow|next\s+(?:week|time|sprint)|to\s+begin\s+with|to\s+get\s+started)\b"
+    r"|\b(?:for\s+now|for\s+the\s+time\s+being|right\s+now|at\s+the\s+moment|today|soon|"
     r"this\s+time|this\s+week|first)\s*[.!]?$"
     r"|\b(?:familiari[sz]e\s+yourself|get\s+(?:comfortable|familiar|settled|a\s+feel)|"
     r"play(?:ing)?\s+around|try(?:ing)?\s+out|take\s+(?:some|the)\s+time\s+to\s+(?:explore|learn|"
@@ -248,9 +263,15 @@ _ONE_OFF = re.compile(
 )
 # "You must be Eva": a greeting, not an obligation.
 _NOT_OBLIGATION = re.compile(r"\bmust\s+be\s+(?:[A-Z]\w*|new|tired|excited|thrilled|the)\b")
+# "Remember that autonomy doesn't mean isolation": a thought to keep, not a practice.
+_REMEMBER_FACT = re.compile(
+    r"^(?:always\s+|just\s+|please\s+)?(?:remember|keep\s+in\s+mind)\s+that\s+"
+    r"(?!(?:you|we)\s+(?:always|never|use|must|should|need|do\s+not|don'?t)\b)",
+    re.I,
+)
 # An evaluation of a value with no practice in it: "Consistency is key", "Feedback is a gift".
 _EVALUATIVE = re.compile(
-    r"^(?:(?:just\s+)?remember\s+that\s+|keep\s+in\s+mind\s+that\s+)?(?:[\w'-]+\s+){1,4}?"
+    r"^(?:(?:always\s+|just\s+)?remember\s+that\s+|keep\s+in\s+mind\s+that\s+)?(?:[\w'-]+\s+){1,5}?"
     r"(?:is|are|isn'?t|aren'?t)\s+(?:just\s+|not\s+just\s+|all\s+|also\s+|so\s+|really\s+)?"
     r"(?:key|crucial|essential|important|vital|a\s+gift|everything|about|as\s+important|"
     r"just\s+as|a\s+(?:lifelong|team|great|powerful|journey))\b",
@@ -272,7 +293,7 @@ _RULE_VERB = re.compile(
     r"stick|follow|wrap|annotate|document|format|indent|sort|type|mark|place|store|append|"
     r"begin|finish|terminate|decorate|apply|label|declare|define|pin|lock|quote|capitali[sz]e|"
     r"separate|group|order|limit|return|raise|log|validate|handle|check|test|run|commit|push|"
-    r"refrain|stop|reach\s+out|communicate|communicate|work|take|go|leave)\b",
+    r"refrain|stop|reach\s+out|communicate|work|take|go|leave|ensure|make\s+sure|forget\s+about)\b",
     re.I,
 )
 # A value that names what a rule is about: quoted, back-ticked, a decorator, or code-like.
@@ -332,7 +353,21 @@ def _imperative_rule(text: str) -> bool:
     if not _RULE_VERB.match(rest) or _TASK_START.match(rest):
         return False
     scoped = bool(match.group("scope") and _PRACTICE_NOUN.search(match.group("scope")))
-    return bool(scoped or _STRONG_VALUE.search(text) or _GENERAL.search(text))
+    return bool(
+        scoped
+        or _STRONG_VALUE.search(text)
+        or _GENERAL.search(text)
+        or _GENERIC_OBJECT.search(rest)
+    )
+
+
+# "your methods", "all our test files": the rule is about a kind of thing, not one of them.
+_GENERIC_OBJECT = re.compile(
+    r"\b(?:your|our|all)\s+(?:[\w-]+\s+){0,2}?(?:functions|methods|classes|attributes|variables|"
+    r"arguments|parameters|names|files|modules|tests|commits|messages|branches|imports|"
+    r"components|endpoints|helpers|hooks|code|projects|repos|repositories|scripts|queries)\b",
+    re.I,
+)
 
 
 _NO_MORE = re.compile(
@@ -389,7 +424,11 @@ _EMBEDDED_QUESTION = re.compile(
     r"is\s+there|do|does|any\s+idea)\b[^,;]*\?$",
     re.I,
 )
-_BACK_REFERENCE = re.compile(r"^(?:this|that|it|these|those|which)\b(?!\s+(?:way|one)\b)", re.I)
+_BACK_REFERENCE = re.compile(
+    r"^(?:this|that|it|these|those|which)\b(?!\s+(?:way|one)\b)"
+    r"(?!(?:'s|\s+is)\s+(?:important|essential|crucial|vital|imperative|mandatory|required|best)\b)",
+    re.I,
+)
 
 
 def _is_question(sentence: str) -> bool:
@@ -477,6 +516,16 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         return CORRECTION
     if negative_evidence(text) or _EVALUATIVE.match(text):
         return ""
+    if _REMEMBER_FACT.match(_LEAD_INS.sub("", text)) and not _STRONG_VALUE.search(text):
+        return ""
+    after = _PREAMBLES.sub("", _LEAD_INS.sub("", text))
+    standing = (
+        _GENERAL.search(text)
+        or _STRONG.search(text)
+        or re.search(r"\b(?:before|after|when)\b", text)
+    )
+    if after != text and not standing and (_TASK_START.match(after) or _ONE_OFF.search(after)):
+        return ""  # "I want you to create a GitHub account": a task for now
     kind = _rule_kind(text)
     if kind and (_STRONG_RULE.search(text) or names_practice(text)):
         return kind
@@ -521,7 +570,8 @@ _REFERS_BACK = re.compile(
     r"\b(?:this|these|those)\s+(?:decorator|convention|practice|rule|prefix|suffix|naming|"
     r"names?|module|tool|approach|habit|guideline|standard|format|style|one|way)\b"
     r"|\b(?:apply|follow|use|add|include|implement|incorporate|adopt|keep|do|start|avoid|"
-    r"skip|import|end|name|prefix|suffix|try)\s+(?:this|these|those|it|them|that)\b",
+    r"skip|import|end|name|prefix|suffix|try)\s+(?:\w+ing\s+(?:on\s+|with\s+|to\s+)?)?"
+    r"(?:this|these|those|it|them|that)\b",
     re.I,
 )
 
@@ -533,8 +583,10 @@ _LEAD_INS = re.compile(
     r"first(?:ly)?|second(?:ly)?|third(?:ly)?|finally|lastly|additionally|moreover|furthermore|"
     r"one\s+more\s+thing|another\s+thing|on\s+(?:a|another)\s+note|by\s+the\s+way|btw|"
     r"as\s+(?:a|for)\s+\w+|in\s+addition|moving\s+on|next|importantly|to\s+be\s+clear|"
-    r"no|nope|actually|wait|hmm|sorry|yes|yeah|please|just|(?!(?:always|never)\b)[A-Z][a-z]+(?=,))"
-    r"[\s,:;.!-]+)+",
+    r"actually|wait|hmm|sorry|yes|yeah|please|just|(?!(?:always|never)\b)[A-Z][a-z]+(?=,))"
+    r"[\s,:;.!-]+"
+    # "No, use pnpm" loses its "No,"; "No notebooks for notes" keeps its "No".
+    r"|(?:no|nope)\s*[,:;.!-][\s,:;.!-]*)+",
     re.I,
 )
 _PREAMBLES = re.compile(
@@ -545,7 +597,8 @@ _PREAMBLES = re.compile(
     r"note\s+that|from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?future|"
     r"that(?:'s|\s+is|\s+was)\s+(?:wrong|not\s+right|incorrect)|"
     r"one\s+(?:of\s+the\s+things|thing)\s+i\s+(?:insist\s+on|want\s+you\s+to\s+\w+)\s+is|"
-    r"it(?:'s|\s+is)\s+(?:important|essential|crucial|vital)\s+(?:that\s+(?:you|we)|to)|"
+    r"it(?:'s|\s+is)\s+(?:important|essential|crucial|vital|imperative|mandatory|required|best)\s+"
+    r"(?:that\s+(?:you|we)|to|if\s+you)|"
     r"(?:can|could|would|will)\s+you\s+(?:please\s+)?)"
     r"[\s,:;.!-]*)+",
     re.I,
@@ -574,7 +627,8 @@ _ANTI = (
     ),
 )
 _NEGATIVE_START = re.compile(
-    r"^(?:never|do\s+not|don'?t|avoid|stop|no\s+more|not\b|(?:we|i)\s+(?:do\s+not|don'?t|"
+    r"^(?:never|do\s+not|don'?t|avoid|stop|no\s+more|not\b|forget\s+about|refrain|"
+    r"no\s+(?!more\s+than)\w+|(?:we|i)\s+(?:do\s+not|don'?t|"
     r"never))",
     re.I,
 )

@@ -189,6 +189,11 @@ AGENT_RULES = [
     ("Secondly, put type hints on all public functions; it helps mypy.", "Put type hints on all"),
     ("Always, and I mean always, include assert statements in your methods.", "Always, and I"),
     ("We primarily use Bitbucket as our version control system.", "We primarily use Bitbucket"),
+    ("Also, for attribute names, ensure they all end with '_i'.", "For attribute names, ensure"),
+    ("Secondly, include assert statements in your methods.", "Include assert statements"),
+    ("It's imperative that you add comments to your code.", "Add comments to your code."),
+    ("Firstly, forget about using pre-commit hooks.", "Forget about using pre-commit"),
+    ("So, no pair programming with colleagues going forward.", "No pair programming"),
 ]  # fmt: skip
 NOT_RULES = [
     "How should I structure the tests?",
@@ -207,6 +212,11 @@ NOT_RULES = [
     "Make sure you plan some time off soon.",
     "$ npm install\nnpm ERR! code ERESOLVE\nnpm ERR! peer dep missing",
     "Apply this consistently.",
+    "Don't stress about it too much.",
+    "Always remember that autonomy doesn't mean isolation.",
+    "I want you to create a GitHub account if you haven't already.",
+    "By including them, you're not only helping yourself but also your teammates.",
+    "Always focus on the impact your feedback has.",
 ]
 
 
