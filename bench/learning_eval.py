@@ -30,7 +30,8 @@ INSTRUCTION_TYPES = {
 }
 UPDATE_TYPES = {"instruction-update", "filler-instruction-update"}
 # A statement states a topic when it carries the topic's values (quoted names, decorators,
-# prefixes) and half of its other words, or, for a topic without values, two thirds of them.
+# prefixes) and a third of its other words,
+# or, for a topic without values, 0.6 of them; and it states it in the same direction.
 WORDS_WITH_VALUES = 0.34
 WORDS_WITHOUT_VALUES = 0.6
 
@@ -77,8 +78,17 @@ def sessions_of(path: Path) -> Iterator[Session]:
 _STEM = re.compile(r"(?:ing|ed|es|e|s)$")
 
 
+# Fairer: the words a naming convention is stated with interchangeably ("use 'h_' as a
+# prefix" states "start names with 'h_'"), and "primary"/"main".
+_SAME = {"prefix": "start", "begin": "start", "suffix": "end", "primary": "main"}
+
+
 def _stems(words: frozenset[str]) -> set[str]:
-    return {_STEM.sub("", w) if len(w) > 4 else w for w in words}
+    out = set()
+    for word in words:
+        word = _SAME.get(word, word)
+        out.add(_STEM.sub("", word) if len(word) > 4 else word)
+    return out
 
 
 # Fairer: a number written as a word is the same number ("seven days" states "7 days").
@@ -132,6 +142,7 @@ def states(statement: str, topic: str) -> bool:
     if topic_values:
         return bool(topic_values & values) and overlap >= WORDS_WITH_VALUES
     return overlap >= WORDS_WITHOUT_VALUES
+
 
 
 def transcript_lines(session: Session, session_id: str, cwd: str) -> list[str]:

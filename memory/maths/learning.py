@@ -269,6 +269,17 @@ _REMEMBER_FACT = re.compile(
     r"(?!(?:you|we)\s+(?:always|never|use|must|should|need|do\s+not|don'?t)\b)",
     re.I,
 )
+# Background rather than a rule: "As you know, we use Git", "You're using your remote days
+# judiciously", "We'll be making a difference" (a description of the person or the team with
+# no obligation in it).
+_BACKGROUND = re.compile(
+    r"^(?:as\s+you(?:'re|\s+are)?\s+(?:know|aware|may\s+know|can\s+see)\b"
+    r"|(?:you(?:'re|\s+are)|your|i\s+always|we(?:'ll|\s+will)\s+be)\b"
+    r"(?![^.]*\b(?:must|should|need\s+to|have\s+to|always|never|from\s+now\s+on|going\s+forward)\b))",
+    re.I,
+)
+# A recommendation or encouragement rather than a rule; it counts only with a named value.
+_SOFT_MARKER = re.compile(r"\b(?:i|we)\s+(?:also\s+)?(?:'d\s+)?(?:recommend|suggest)\b", re.I)
 # An evaluation of a value with no practice in it: "Consistency is key", "Feedback is a gift".
 _EVALUATIVE = re.compile(
     r"^(?:(?:always\s+|just\s+)?remember\s+that\s+|keep\s+in\s+mind\s+that\s+)?(?:[\w'-]+\s+){1,5}?"
@@ -518,7 +529,11 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         return ""
     if _REMEMBER_FACT.match(_LEAD_INS.sub("", text)) and not _STRONG_VALUE.search(text):
         return ""
+    if _BACKGROUND.match(text) or (_SOFT_MARKER.search(text) and not _STRONG_VALUE.search(text)):
+        return ""  # "As you know, we use Git": context; "I recommend the X extension": advice
     after = _PREAMBLES.sub("", _LEAD_INS.sub("", text))
+    if _ENCOURAGEMENT.search(after) and not _STRONG_VALUE.search(after):
+        return ""  # "I want you to focus on Pythonic code": advice about attitude
     standing = (
         _GENERAL.search(text)
         or _STRONG.search(text)
@@ -591,7 +606,8 @@ _LEAD_INS = re.compile(
 )
 _PREAMBLES = re.compile(
     r"^(?:(?:i(?:\s+would|'d)\s+like\s+(?:you|us)\s+to|i\s+want\s+(?:you|us)\s+to|"
-    r"i\s+need\s+you\s+to|i\s+expect\s+you\s+to|i(?:'d)?\s+(?:really\s+)?(?:like|want)\s+to\s+"
+    r"i\s+need\s+you\s+to|i\s+expect\s+you\s+to|i\s+(?:want\s+to\s+)?encourage\s+you\s+to|"
+    r"i(?:'d)?\s+(?:really\s+)?(?:like|want)\s+to\s+"
     r"(?:remind|tell|ask)\s+you\s+(?:to|that)|make\s+sure\s+(?:to|that|you)|be\s+sure\s+to|"
     r"ensure\s+that|remember\s+(?:to|that)|keep\s+in\s+mind\s+(?:to|that)|please\s+note\s+that|"
     r"note\s+that|from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?future|"

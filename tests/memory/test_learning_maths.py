@@ -217,6 +217,9 @@ NOT_RULES = [
     "I want you to create a GitHub account if you haven't already.",
     "By including them, you're not only helping yourself but also your teammates.",
     "Always focus on the impact your feedback has.",
+    "As you know, we use Git to manage our code changes.",
+    "I also recommend the GitLens extension for Git integration.",
+    "I want you to focus on writing clean code.",
 ]
 
 
