@@ -144,7 +144,6 @@ def states(statement: str, topic: str) -> bool:
     return overlap >= WORDS_WITHOUT_VALUES
 
 
-
 def transcript_lines(session: Session, session_id: str, cwd: str) -> list[str]:
     """The session as Claude Code JSONL: mentor turns as user entries, mentee turns as
     assistant entries."""

@@ -218,7 +218,7 @@ NOT_RULES = [
     "By including them, you're not only helping yourself but also your teammates.",
     "Always focus on the impact your feedback has.",
     "As you know, we use Git to manage our code changes.",
-    "I also recommend the GitLens extension for Git integration.",
+    "I also recommend reading the style guide before your first review.",
     "I want you to focus on writing clean code.",
 ]
 
