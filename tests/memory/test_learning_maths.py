@@ -282,3 +282,29 @@ def test_an_update_is_found_by_what_the_rule_is_about_not_its_words(new: str, ol
 )
 def test_rules_about_different_things_are_not_variants(new: str, old: str) -> None:
     assert not L.is_variant(new, old)
+
+
+def test_an_engram_the_session_never_touched_is_irrelevant_not_ignored() -> None:
+    from memory.maths import attribution
+
+    rule = "Store every timestamp in UTC"
+    untouched = attribution.attribute(
+        statement=rule, polarity="do", inputs=["pnpm install"], context=["add a pnpm script"]
+    )
+    assert untouched.result == "irrelevant"
+    # A prompt that mentions the topic is enough to call it ignored.
+    touched = attribution.attribute(
+        statement=rule,
+        polarity="do",
+        inputs=["pnpm install"],
+        context=["log the timestamp of each build"],
+    )
+    assert touched.result == "ignored"
+    # A trigger word counts as the topic too.
+    trigger = attribution.attribute(
+        statement="Never force-push",
+        polarity="dont",
+        inputs=["git push origin main"],
+        trigger_context="git push --force",
+    )
+    assert trigger.result == "ignored"
