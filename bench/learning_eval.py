@@ -141,7 +141,16 @@ def states(statement: str, topic: str) -> bool:
     overlap = len(topic_words & words) / len(topic_words) if topic_words else 1.0
     if topic_values:
         return bool(topic_values & values) and overlap >= WORDS_WITH_VALUES
+    names = _stems(frozenset(w.casefold() for w in _PROPER.findall(topic)))
+    if names and names <= words and overlap >= WORDS_WITH_VALUES:
+        # Fairer: the product a rule picks is its value ("start using Trello for your
+        # projects" states "use Trello as the project management tool").
+        return True
     return overlap >= WORDS_WITHOUT_VALUES
+
+
+# A capitalised word after a topic's first word: a product's or a tool's name (Jira, PyCharm).
+_PROPER = re.compile(r"(?<=\s)[A-Z][\w-]*")
 
 
 def transcript_lines(session: Session, session_id: str, cwd: str) -> list[str]:
