@@ -995,7 +995,26 @@ _TOOL_ROLE = re.compile(
     re.I,
 )
 _ROLE_NOISE = frozenset(
-    ["main", "primary", "preferred", "default", "only", "exclusively", "their", "track", "new"]
+    [
+        "main",
+        "primary",
+        "preferred",
+        "default",
+        "only",
+        "exclusively",
+        "their",
+        "track",
+        "new",
+        "now",
+        "forward",
+        "going",
+        "moving",
+        "instead",
+        "well",
+        "day",
+        "every",
+        "time",
+    ]
 )
 
 
@@ -1006,14 +1025,24 @@ def naming_slots(statement: str) -> set[tuple[frozenset[str], str]]:
         return set()
     out = set()
     position = ""
+    thing = ""
     for part in _RULE_PARTS.split(statement):
         found = _POSITION_WORD.search(part)
         if found is not None:
             position = _POSITION[found.group(1).casefold()]
-        things = frozenset(m.casefold() for m in _NAMED_THING.findall(part))
-        if values_of(part) and things and position:
-            out.add((things, position))
+        named = {m.casefold() for m in _NAMED_THING.findall(part)}
+        if named:
+            # What is named is the most specific kind: "function argument names", "the
+            # arguments of your functions" and "argument variables" all name arguments.
+            thing = next((k for k in _NAMING_ORDER if k in named), sorted(named)[0])
+        if values_of(part) and thing and position:
+            out.add((frozenset([_NAMING_KIND.get(thing, thing)]), position))
     return out
+
+
+_NAMING_ORDER = ("argument", "parameter", "attribute", "property", "field", "method", "constant",
+                 "variable", "function", "class")  # fmt: skip
+_NAMING_KIND = {"parameter": "argument", "property": "attribute", "field": "attribute"}
 
 
 _RULE_PARTS = re.compile(r"\s+and\s+(?=\w+\s+(?:\w+\s+)?names?\b|start|end|begin)|[:;]\s+", re.I)
@@ -1023,16 +1052,22 @@ _NEGATIVE_DIRECTION = re.compile(
     re.I,
 )
 _USE_OBJECT = re.compile(
-    r"\b(?:use|using|utili[sz]e|utili[sz]ing|incorporate|adopt|set\s+up)\s+(?:an?\s+|the\s+|one\s+|"
-    r"your\s+)?([\w-]+)",
+    r"(?:\b(?:use|using|utili[sz]e|utili[sz]ing|incorporate|adopt|set\s+up|setting\s+up)|"
+    r"^(?:so,?\s+)?no(?!\s+more\s+than))\s+(?:an?\s+|the\s+|one\s+|your\s+)?([\w/-]+(?:\s+[\w-]+)?)",
     re.I,
 )
 
 
 def _used_objects(statement: str) -> frozenset[str]:
-    return frozenset(
-        w for m in _USE_OBJECT.findall(statement) for w in plain_words(m) if w not in _ROLE_NOISE
-    )
+    """The things a rule says to use or not: the first word of each object, casefolded, a
+    plural "s" dropped ("a linter", "CI/CD pipelines", "the whiteboard")."""
+    out: set[str] = set()
+    for found in _USE_OBJECT.findall(statement):
+        word = found.split()[0].casefold().strip("'\"`")
+        if word in _RULE_STOP or word in _ROLE_NOISE or len(word) < 2:
+            continue
+        out.add(word[:-1] if len(word) > 3 and word.endswith("s") else word)
+    return frozenset(out)
 
 
 def _acronym_of(short: frozenset[str], long: frozenset[str], text: str) -> bool:
@@ -1068,16 +1103,32 @@ def _same_role(a: tuple[frozenset[str], frozenset[str], str], b: tuple[frozenset
 _DIRECTION_WORDS = frozenset(["avoid", "using", "stop", "refrain"])
 
 
+_NUMBER_WORDS = {
+    w: str(i)
+    for i, w in enumerate(
+        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    )
+} | {"once": "1", "twice": "2", "thrice": "3"}
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+
+
+def _digits(text: str) -> str:
+    return _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1).casefold()], text)
+
+
 def is_variant(new: str, old: str) -> bool:
     """A lexical variant test that compares what the rules are about rather than their words:
     the same naming slot with another value, the same role filled by another tool, the same
     words in the opposite direction, or the same rule words with another value."""
     if new.strip().casefold() == old.strip().casefold():
         return False
-    if same_rule_other_value(new, old):
-        return True
-    if naming_slots(new) & naming_slots(old) and values_of(new) != values_of(old):
-        return True
+    slots_new, slots_old = naming_slots(new), naming_slots(old)
+    if slots_new and slots_old:
+        # Two naming rules: the same slot (what is named, where) with another value, and
+        # nothing else: "end function names" is not "end function argument names".
+        return bool(slots_new & slots_old) and values_of(new) != values_of(old)
+    if same_rule_other_value(new, old) or same_rule_other_value(_digits(new), _digits(old)):
+        return True  # "no more than three days a week" / "no more than twice a week"
     tool_new, tool_old = tool_slot(new), tool_slot(old)
     if tool_new and tool_old and not (tool_new[0] & tool_old[0]) and _same_role(tool_new, tool_old):
         return True
@@ -1088,8 +1139,7 @@ def is_variant(new: str, old: str) -> bool:
         if a and b and len(a & b) / len(a | b) >= SAME_RULE_WORDS:
             return True
         # "Stop using a linter altogether" / "Use a linter for all your Python code"
-        used_new, used_old = _used_objects(new), _used_objects(old)
-        if used_new and used_new == used_old:
+        if _used_objects(new) & _used_objects(old):
             return True
     return False
 

@@ -264,6 +264,12 @@ def test_an_announcement_before_a_colon_does_not_hide_the_rule_after_it() -> Non
         # the same practice, the other direction
         ("Use a linter for all your Python code.", "Stop using a linter altogether."),
         ("Always use a VPN when working remotely.", "Never use a VPN when working remotely."),
+        ("Set up CI/CD pipelines for every new feature.", "Do not set up CI/CD pipelines."),
+        # numbers in words, and the arguments of functions named three ways
+        ("Work from home no more than twice a week.",
+         "Work from home no more than three days a week."),
+        ("When naming the arguments of your functions, start them with 'x_'.",
+         "Start all function argument names with the prefix 'g_'."),
     ],
 )  # fmt: skip
 def test_an_update_is_found_by_what_the_rule_is_about_not_its_words(new: str, old: str) -> None:
@@ -275,6 +281,12 @@ def test_an_update_is_found_by_what_the_rule_is_about_not_its_words(new: str, ol
     [
         ("Start method names with 'x_'.", "Start attribute names with 'a_'."),
         ("Start method names with 'x_'.", "End method names with '_x'."),
+        ("End all function names with '_d'.", "End all function argument names with '_e'."),
+        (
+            "Start using PyCharm as your IDE from now on.",
+            "Use your personal phone for work calls from now on.",
+        ),
+        ("We use a simple system of tags.", "Avoid using the ticketing system altogether."),
         ("Use pytest for tests.", "Use ruff for linting."),
         ("Never commit to main.", "Always commit small changes."),
         ("Always use pnpm in this repo.", "Always use pnpm in this repo."),
