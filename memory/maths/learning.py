@@ -278,6 +278,16 @@ _BACKGROUND = re.compile(
     r"(?![^.]*\b(?:must|should|need\s+to|have\s+to|always|never|from\s+now\s+on|going\s+forward)\b))",
     re.I,
 )
+# A general remark about a third party rather than an instruction to the reader: "A profiler
+# can't fix poor coding practices", "Innovation doesn't always have to be groundbreaking",
+# "There's always more to learn" (no modal, nothing addressed to anyone).
+_REMARK = re.compile(
+    r"^(?:a|an|the|every(?:one|body|thing)|nobody|no\s+one|there(?:'s|\s+is|\s+are)|"
+    r"it(?:'s|\s+is)\s+(?!important|essential|crucial|vital|imperative|mandatory|required|best)|"
+    r"[\w-]+\s+(?:doesn'?t|don'?t|isn'?t|aren'?t|can'?t)\s+(?:always|just|have\s+to))\b"
+    r"(?![^.]*\b(?:should|must|need\s+to|needs\s+to|has\s+to|have\s+to|is\s+to|are\s+to)\b)",
+    re.I,
+)
 # A recommendation or encouragement rather than a rule; it counts only with a named value.
 _SOFT_MARKER = re.compile(r"\b(?:i|we)\s+(?:also\s+)?(?:'d\s+)?(?:recommend|suggest)\b", re.I)
 # An evaluation of a value with no practice in it: "Consistency is key", "Feedback is a gift".
@@ -529,7 +539,12 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         return ""
     if _REMEMBER_FACT.match(_LEAD_INS.sub("", text)) and not _STRONG_VALUE.search(text):
         return ""
-    if _BACKGROUND.match(text) or (_SOFT_MARKER.search(text) and not _STRONG_VALUE.search(text)):
+    remark = _REMARK.match(_LEAD_INS.sub("", text)) and not _STRONG_VALUE.search(text)
+    if (
+        remark
+        or _BACKGROUND.match(text)
+        or (_SOFT_MARKER.search(text) and not _STRONG_VALUE.search(text))
+    ):
         return ""  # "As you know, we use Git": context; "I recommend the X extension": advice
     after = _PREAMBLES.sub("", _LEAD_INS.sub("", text))
     if _ENCOURAGEMENT.search(after) and not _STRONG_VALUE.search(after):

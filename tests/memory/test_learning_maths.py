@@ -220,6 +220,9 @@ NOT_RULES = [
     "As you know, we use Git to manage our code changes.",
     "I also recommend reading the style guide before your first review.",
     "I want you to focus on writing clean code.",
+    "A profiler can't fix poor coding practices.",
+    "Innovation doesn't always have to be groundbreaking.",
+    "There's always more to explore and learn.",
 ]
 
 
