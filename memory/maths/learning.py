@@ -520,6 +520,13 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     if len(_WORD.findall(sentence)) < MIN_CLAUSE_WORDS:
         return ""
     text = _masked(_after_announcement(sentence))
+    # Evidence for first: most sentences have none, and the evidence against costs more.
+    lead = _CORRECTION_LEAD.match(text) if first else None
+    rest = text[lead.end() :] if lead else ""
+    led = bool(lead and (_IMPERATIVE.match(rest) or _rule_kind(rest)))
+    kind = _rule_kind(text)
+    if not (led or kind or _CORRECTION_ANY.search(text) or _imperative_rule(text)):
+        return ""
     if (
         _BACK_REFERENCE.match(text)
         and not _STRONG.search(text)
@@ -528,11 +535,8 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         return ""  # "This is a convention we follow": the reason for the rule before it
     if (_CHATTER.search(text) or _ENCOURAGEMENT.search(text)) and not _STRONG_VALUE.search(text):
         return ""
-    lead = _CORRECTION_LEAD.match(text) if first else None
-    if lead:
-        rest = text[lead.end() :]
-        if _IMPERATIVE.match(rest) or _rule_kind(rest):
-            return CORRECTION
+    if led:
+        return CORRECTION
     if _CORRECTION_ANY.search(text) and not negative_evidence(text):
         return CORRECTION
     if negative_evidence(text) or _EVALUATIVE.match(text):
@@ -556,7 +560,6 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     )
     if after != text and not standing and (_TASK_START.match(after) or _ONE_OFF.search(after)):
         return ""  # "I want you to create a GitHub account": a task for now
-    kind = _rule_kind(text)
     if kind and (_STRONG_RULE.search(text) or names_practice(text)):
         return kind
     if _imperative_rule(text):
