@@ -30,7 +30,8 @@ INSTRUCTION_TYPES = {
 }
 UPDATE_TYPES = {"instruction-update", "filler-instruction-update"}
 # A statement states a topic when it carries the topic's values (quoted names, decorators,
-# prefixes) and half of its other words, or, for a topic without values, two thirds of them.
+# prefixes) and a third of its other words,
+# or, for a topic without values, 0.6 of them; and it states it in the same direction.
 WORDS_WITH_VALUES = 0.34
 WORDS_WITHOUT_VALUES = 0.6
 
@@ -77,18 +78,79 @@ def sessions_of(path: Path) -> Iterator[Session]:
 _STEM = re.compile(r"(?:ing|ed|es|e|s)$")
 
 
+# Fairer: the words a naming convention is stated with interchangeably ("use 'h_' as a
+# prefix" states "start names with 'h_'"), and "primary"/"main".
+_SAME = {"prefix": "start", "begin": "start", "suffix": "end", "primary": "main"}
+
+
 def _stems(words: frozenset[str]) -> set[str]:
-    return {_STEM.sub("", w) if len(w) > 4 else w for w in words}
+    out = set()
+    for word in words:
+        word = _SAME.get(word, word)
+        out.add(_STEM.sub("", word) if len(word) > 4 else word)
+    return out
+
+
+# Fairer: a number written as a word is the same number ("seven days" states "7 days").
+_NUMBERS = {
+    w: str(i)
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
+    )
+}
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBERS) + r")\b", re.I)
+# Stricter: a rule and its opposite are not the same rule ("Avoid using a debugger" does not
+# state "always use a debugger"). The direction is read before a "but", "even", "instead" or
+# "rather", so "…, even if you don't use it" stays a positive rule.
+_NEGATIVE = re.compile(
+    r"\b(?:never|avoid\w*|stop\s+\w+ing|refrain\s+from|(?:don'?t|do\s+not)(?!\s+always)|"
+    r"no\s+longer|no\s+more(?!\s+than)|forget\s+about|without|not\s+(?:using|to)|disable)\b"
+    r"|^(?:so,?\s+|firstly,?\s+)?no\s+(?!more\s+than)\w",
+    re.I,
+)
+_DIRECTION_END = re.compile(r"\bbut\b|\beven\b|\binstead\b|\brather\b", re.I)
+
+
+def _negative(text: str) -> bool:
+    return bool(_NEGATIVE.search(_DIRECTION_END.split(text, maxsplit=1)[0]))
 
 
 def states(statement: str, topic: str) -> bool:
-    """True when a captured statement states the topic (see the thresholds above)."""
+    """True when a captured statement states the topic (see the thresholds above), in the
+    same direction."""
+    if _negative(statement) != _negative(topic):
+        return False
+    statement = _NUMBER_WORD.sub(lambda m: _NUMBERS[m.group(1).casefold()], statement)
+    topic = _NUMBER_WORD.sub(lambda m: _NUMBERS[m.group(1).casefold()], topic)
     topic_values, values = values_of(topic), values_of(statement)
     topic_words, words = _stems(plain_words(topic)), _stems(plain_words(statement))
     overlap = len(topic_words & words) / len(topic_words) if topic_words else 1.0
     if topic_values:
         return bool(topic_values & values) and overlap >= WORDS_WITH_VALUES
+    names = _stems(frozenset(w.casefold() for w in _PROPER.findall(topic)))
+    if names and names <= words and overlap >= WORDS_WITH_VALUES:
+        # Fairer: the product a rule picks is its value ("start using Trello for your
+        # projects" states "use Trello as the project management tool").
+        return True
     return overlap >= WORDS_WITHOUT_VALUES
+
+
+# A capitalised word after a topic's first word: a product's or a tool's name (Jira, PyCharm).
+_PROPER = re.compile(r"(?<=\s)[A-Z][\w-]*")
 
 
 def transcript_lines(session: Session, session_id: str, cwd: str) -> list[str]:

@@ -168,7 +168,7 @@ TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/:@+]*")
 
 @dataclass(frozen=True)
 class Attribution:
-    result: str  # followed | contradicted | ignored
+    result: str  # followed | contradicted | ignored | irrelevant
     evidence: str
 
 
@@ -226,6 +226,23 @@ def trigger_matches(*, trigger_context: str, statement: str, tool_input: str) ->
     return matches(key_terms(statement), tool_input)
 
 
+def salient_terms(statement: str, anti_pattern: str = "", trigger_context: str = "") -> set[str]:
+    """Every term that would show the session touched an engram's topic: its key terms, the
+    longer plain words of its statement and anti-pattern, and its trigger's words."""
+    terms = set(key_terms(statement, limit=50)) | set(key_terms(anti_pattern, limit=50))
+    for text in (statement, anti_pattern, trigger_context):
+        for word in TOKEN.findall(CODE_SPAN.sub(" ", text)):
+            word = word.strip(".:/-").lower()
+            if len(word) > 3 and word not in STOP_WORDS:
+                terms.add(word)
+    return {t for t in terms if t}
+
+
+def _untouched(terms: set[str], texts: Sequence[str]) -> bool:
+    haystack = "\n".join(texts).lower()
+    return bool(terms) and not any(has_term(term, haystack) for term in terms)
+
+
 def attribute(
     *,
     statement: str,
@@ -233,13 +250,41 @@ def attribute(
     anti_pattern: str = "",
     inputs: Iterable[str],
     trigger_context: str = "",
+    context: Iterable[str] = (),
 ) -> Attribution:
     """Heuristic outcome for one injected engram from the session's tool inputs.
 
     A "don't" engram with a trigger is judged by its trigger alone: the input a PreToolUse
-    reminder warned about is exactly the input that counts against it.
+    reminder warned about is exactly the input that counts against it. An engram that was
+    neither followed nor contradicted is "irrelevant" when nothing in the session — no tool
+    input, no prompt or other `context` — shares a single salient term or trigger word with
+    it (DESIGN: the session never touched its topic), and "ignored" otherwise.
     """
     inputs = [text for text in inputs if text]
+    verdict = _attribute(
+        statement=statement,
+        polarity=polarity,
+        anti_pattern=anti_pattern,
+        inputs=inputs,
+        trigger_context=trigger_context,
+    )
+    if verdict.result == "ignored":
+        texts = inputs + [text for text in context if text]
+        if _untouched(salient_terms(statement, anti_pattern, trigger_context), texts):
+            return Attribution(
+                "irrelevant", "nothing in the session (prompts, tool inputs) touched its terms"
+            )
+    return verdict
+
+
+def _attribute(
+    *,
+    statement: str,
+    polarity: str | None,
+    anti_pattern: str,
+    inputs: Sequence[str],
+    trigger_context: str,
+) -> Attribution:
     if polarity == "dont" and trigger_context.strip():
         for text in inputs:
             if trigger_matches(

@@ -457,10 +457,11 @@ def draft_write(
             _to_review(engram, now)
             row.result = "review"
         elif user_words and not forced:
-            old = _variant_of(engram, result.related)
-            if old is not None:
+            olds = _variants_of(engram, result.related)
+            for old in olds:
                 _supersede(old=old, new=engram, now=now)
-                row.supersedes, row.result = old, "superseded"
+            if olds:
+                row.supersedes, row.result = olds[0], "superseded"
     row.save()
     if row.result != "recurrence":
         event_record(
@@ -497,11 +498,13 @@ def _to_review(engram: Engram, now: datetime) -> None:
 MAX_VARIANT_CANDIDATES = 500
 
 
-def _variant_of(engram: Engram, related: Sequence[Mapping[str, Any]]) -> Engram | None:
-    """The live engram of the same scope that `engram` restates with another value or the
-    opposite direction, or None. DESIGN: the same variant key (checked lexically over the
-    scope's most recent engrams, rephrasing tolerated), or cosine ≥ 0.8 with another value or
-    the opposite direction (over the write path's neighbours). The closest one wins."""
+def _variants_of(engram: Engram, related: Sequence[Mapping[str, Any]]) -> list[Engram]:
+    """The live engrams of the same scope that `engram` restates with another value or the
+    opposite direction. DESIGN: the same variant key (checked lexically over the scope's most
+    recent engrams: the same naming slot, the same role filled by another tool, the same words
+    the other way round — rephrasing tolerated), or cosine ≥ 0.8 with another value or the
+    opposite direction (over the write path's neighbours). Every one of them is an older
+    version of the rule: two paraphrases of the old rule are both replaced."""
     by_id = {str(r["id"]): float(r["cosine"]) for r in related}
     key = textnorm.variant_key(engram.statement)
     norm = textnorm.normalise(engram.statement)
@@ -513,14 +516,14 @@ def _variant_of(engram: Engram, related: Sequence[Mapping[str, Any]]) -> Engram 
         .only("id", "engram_id", "statement", "polarity", "status", "owner_id", "scope")
         .order_by("-created_at")[:MAX_VARIANT_CANDIDATES]
     )
-    best: tuple[float, Engram] | None = None
+    found: list[tuple[float, Engram]] = []
     for other in candidates:
         cosine = by_id.get(other.engram_id, 0.0)
         if textnorm.normalise(other.statement) == norm:
             continue
         lexical = (
             key is not None and key == textnorm.variant_key(other.statement)
-        ) or learning.same_rule_other_value(engram.statement, other.statement)
+        ) or learning.is_variant(engram.statement, other.statement)
         update = lexical or learning.is_update(
             engram.statement,
             other.statement,
@@ -528,9 +531,10 @@ def _variant_of(engram: Engram, related: Sequence[Mapping[str, Any]]) -> Engram 
             new_polarity=engram.polarity,
             old_polarity=other.polarity,
         )
-        if update and (best is None or cosine > best[0]):
-            best = (cosine, other)
-    return best[1] if best else None
+        if update:
+            found.append((cosine, other))
+    found.sort(key=lambda pair: -pair[0])
+    return [other for _, other in found]
 
 
 def _supersede(*, old: Engram, new: Engram, now: datetime) -> None:

@@ -247,6 +247,14 @@ def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
         .order_by("created_at")
         .values_list("tool_input", flat=True)
     )
+    # What the session was about, for "irrelevant": its prompts (the injections' queries).
+    prompts = sorted(
+        set(
+            Injection.objects.filter(session=session)
+            .exclude(query="")
+            .values_list("query", flat=True)
+        )
+    )
     # The LLM judge (one call, outside the transaction); {} means the heuristic decides.
     judged = session_judge(
         session=session, engrams=[i.engram for i in _unjudged_injections(session)]
@@ -264,6 +272,7 @@ def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
                 anti_pattern=anti if isinstance(anti, str) else "",
                 inputs=inputs,
                 trigger_context=engram.trigger_context,
+                context=prompts,
             )
             outcome_record(
                 owner=session.owner,

@@ -197,6 +197,24 @@ def test_an_update_supersedes_the_old_version_and_review_can_restore_it(
     assert (old.status, old.superseded_by, new.status) == ("active", None, "retired")
 
 
+def test_an_update_in_other_words_supersedes_every_paraphrase_of_the_old_rule(
+    api: Client,
+) -> None:
+    say(api, "When naming function arguments, always start them with 'e_'.")
+    say(api, "Remember: every function argument name begins with 'e_'.", session="s2")
+    extract_all()
+    olds = list(Engram.objects.all())
+    assert len(olds) == 2
+    say(api, "Oh, and start function argument names with 'g_' from now on.", session="s3")
+    extract_all()
+    new = Engram.objects.exclude(pk__in=[o.pk for o in olds]).get()
+    assert new.status == "active"
+    for old in olds:
+        old.refresh_from_db()
+        assert (old.superseded_by, old.status) == (new, "retired")
+    assert ReviewItem.objects.filter(kind="superseded").count() == 2
+
+
 def test_a_lesson_is_undone_in_one_call_and_its_old_version_returns(api: Client) -> None:
     say(api, "Always start attribute names with 'q_'.")
     extract_all()

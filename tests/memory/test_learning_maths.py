@@ -174,3 +174,152 @@ def test_a_dotted_name_stays_whole_in_the_anti_pattern() -> None:
 
     assert anti_pattern_of("Use pathlib instead of os.path.") == "os.path"
     assert anti_pattern_of("Use httpx rather than requests.get, always.") == "requests.get"
+
+
+# Prompts as people write them to coding agents: rules stated with and without markers.
+AGENT_RULES = [
+    ("No, don't use npm here. Always use pnpm in this repo, remember that.", "Always use pnpm"),
+    ("I have a lot of deps already so I prefer simple, minimal dependencies, how can I add "
+     "caching?", "I prefer simple, minimal dependencies."),
+    ("From now on prefix private helpers with an underscore", "Prefix private helpers"),
+    ("we use black with line length 100, not 88", "We use black with line length 100, not 88."),
+    ("Also, wrap every public function with the @traced decorator.", "Wrap every public"),
+    ("Oh, and name test files test_<module>.py.", "Name test files test_<module>.py."),
+    ("When naming fixtures, end them with _factory.", "When naming fixtures, end them"),
+    ("Secondly, put type hints on all public functions; it helps mypy.", "Put type hints on all"),
+    ("Always, and I mean always, include assert statements in your methods.", "Always, and I"),
+    ("We primarily use Bitbucket as our version control system.", "We primarily use Bitbucket"),
+    ("Also, for attribute names, ensure they all end with '_i'.", "For attribute names, ensure"),
+    ("Secondly, include assert statements in your methods.", "Include assert statements"),
+    ("It's imperative that you add comments to your code.", "Add comments to your code."),
+    ("Firstly, forget about using pre-commit hooks.", "Forget about using pre-commit"),
+    ("So, no pair programming with colleagues going forward.", "No pair programming"),
+]  # fmt: skip
+NOT_RULES = [
+    "How should I structure the tests?",
+    "Add a test for the parser.",
+    "Fix the flaky test in test_api.py please",
+    "Great job, you are doing really well, keep it up!",
+    "My door is always open if you have any questions.",
+    "Don't worry about the failing lint for now.",
+    "I want to go over some coding standards we follow.",
+    "I'd like you to start following a new naming convention for your method names.",
+    "Consistency is key.",
+    "Just remember that consistency is key.",
+    "Take some time to explore the codebase first.",
+    "You must be Eva.",
+    "Always happy to help.",
+    "Make sure you plan some time off soon.",
+    "$ npm install\nnpm ERR! code ERESOLVE\nnpm ERR! peer dep missing",
+    "Apply this consistently.",
+    "Don't stress about it too much.",
+    "Always remember that autonomy doesn't mean isolation.",
+    "I want you to create a GitHub account if you haven't already.",
+    "By including them, you're not only helping yourself but also your teammates.",
+    "Always focus on the impact your feedback has.",
+    "As you know, we use Git to manage our code changes.",
+    "I also recommend reading the style guide before your first review.",
+    "I want you to focus on writing clean code.",
+    "A profiler can't fix poor coding practices.",
+    "Innovation doesn't always have to be groundbreaking.",
+    "There's always more to explore and learn.",
+]
+
+
+@pytest.mark.parametrize(("prompt", "start"), AGENT_RULES)
+def test_rules_written_to_coding_agents_are_extracted(prompt: str, start: str) -> None:
+    statements = [d.statement for d in L.extract(prompt)]
+    assert any(s.startswith(start) for s in statements), statements
+
+
+@pytest.mark.parametrize("prompt", NOT_RULES)
+def test_questions_tasks_encouragement_and_announcements_are_not_rules(prompt: str) -> None:
+    assert L.extract(prompt) == []
+
+
+def test_a_rule_about_this_decorator_carries_the_sentence_that_names_it() -> None:
+    prompt = "We use the '@retry' decorator from tenacity. Add this decorator to all network calls."
+    drafts = L.extract(prompt)
+    assert [d.statement for d in drafts] == [
+        "We use the '@retry' decorator from tenacity: add this decorator to all network calls."
+    ]
+
+
+def test_an_announcement_before_a_colon_does_not_hide_the_rule_after_it() -> None:
+    drafts = L.extract("Onto some coding guidelines: always include try statements in methods.")
+    assert [d.statement for d in drafts] == ["Always include try statements in methods."]
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        # the same naming slot, reworded, with another value
+        ("Start function argument names with 'g_' from now on.",
+         "When naming function argument names, always start them with 'e_'."),
+        ("Start ending your method names with '_p'.", "End all method names with '_a'."),
+        ("Start method names with 'x_'.",
+         "End attribute names with '_j' and start method names with 'a_'."),
+        # the same role, another tool
+        ("Use a Windows laptop as your primary machine.",
+         "We prefer our engineers to use a Linux desktop as their primary machine."),
+        ("From now on use GitLab as your main VCS.",
+         "We use Bitbucket as our version control system."),
+        # the same practice, the other direction
+        ("Use a linter for all your Python code.", "Stop using a linter altogether."),
+        ("Always use a VPN when working remotely.", "Never use a VPN when working remotely."),
+        ("Set up CI/CD pipelines for every new feature.", "Do not set up CI/CD pipelines."),
+        # numbers in words, and the arguments of functions named three ways
+        ("Work from home no more than twice a week.",
+         "Work from home no more than three days a week."),
+        ("When naming the arguments of your functions, start them with 'x_'.",
+         "Start all function argument names with the prefix 'g_'."),
+    ],
+)  # fmt: skip
+def test_an_update_is_found_by_what_the_rule_is_about_not_its_words(new: str, old: str) -> None:
+    assert L.is_variant(new, old)
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        ("Start method names with 'x_'.", "Start attribute names with 'a_'."),
+        ("Start method names with 'x_'.", "End method names with '_x'."),
+        ("End all function names with '_d'.", "End all function argument names with '_e'."),
+        (
+            "Start using PyCharm as your IDE from now on.",
+            "Use your personal phone for work calls from now on.",
+        ),
+        ("We use a simple system of tags.", "Avoid using the ticketing system altogether."),
+        ("Use pytest for tests.", "Use ruff for linting."),
+        ("Never commit to main.", "Always commit small changes."),
+        ("Always use pnpm in this repo.", "Always use pnpm in this repo."),
+    ],
+)
+def test_rules_about_different_things_are_not_variants(new: str, old: str) -> None:
+    assert not L.is_variant(new, old)
+
+
+def test_an_engram_the_session_never_touched_is_irrelevant_not_ignored() -> None:
+    from memory.maths import attribution
+
+    rule = "Store every timestamp in UTC"
+    untouched = attribution.attribute(
+        statement=rule, polarity="do", inputs=["pnpm install"], context=["add a pnpm script"]
+    )
+    assert untouched.result == "irrelevant"
+    # A prompt that mentions the topic is enough to call it ignored.
+    touched = attribution.attribute(
+        statement=rule,
+        polarity="do",
+        inputs=["pnpm install"],
+        context=["log the timestamp of each build"],
+    )
+    assert touched.result == "ignored"
+    # A trigger word counts as the topic too.
+    trigger = attribution.attribute(
+        statement="Never force-push",
+        polarity="dont",
+        inputs=["git push origin main"],
+        trigger_context="git push --force",
+    )
+    assert trigger.result == "ignored"

@@ -506,14 +506,24 @@ def test_session_end_builds_co_access_edges_once(owner: Any) -> None:
     assert {round(s, 6) for s in pair.values_list("strength", flat=True)} == {0.35}
 
 
-def test_attribution_marks_followed_contradicted_and_ignored(owner: Any) -> None:
+def test_attribution_marks_followed_contradicted_ignored_and_irrelevant(owner: Any) -> None:
     do = make_active(owner, "Use `uv pip install` to add packages", "project:x")
     dont = make_active(owner, "Never run `git push --force` on main", "project:x", polarity="dont")
     other = make_active(owner, "Document every public endpoint", "project:x")
+    unrelated = make_active(owner, "Store every timestamp in UTC", "project:x")
     session = sessions.session_start(owner=owner, session_id="s1", scope="project:x")
-    inject_rows(owner, session, [(do, "directive"), (dont, "constraint"), (other, "directive")])
+    inject_rows(
+        owner,
+        session,
+        [(do, "directive"), (dont, "constraint"), (other, "directive"), (unrelated, "consider")],
+    )
     sessions.observation_record(
         owner=owner, session=session, tool="Bash", tool_input={"command": "uv pip install rich"}
+    )
+    # The session touched the public views (the topic of "document every public endpoint")
+    # without documenting them: ignored. Nothing touched timestamps: irrelevant.
+    sessions.observation_record(
+        owner=owner, session=session, tool="Edit", tool_input={"file_path": "src/public/views.py"}
     )
     sessions.observation_record(
         owner=owner,
@@ -522,18 +532,19 @@ def test_attribution_marks_followed_contradicted_and_ignored(owner: Any) -> None
         tool_input={"command": "git push --force origin main"},
     )
     AgentSession.objects.filter(pk=session.pk).update(ended_at=T0)
-    assert attribute_session.apply(args=[session.pk]).get() == 3
+    assert attribute_session.apply(args=[session.pk]).get() == 4
     results = dict(Outcome.objects.values_list("engram__statement", "result"))
     assert results == {
         do.statement: "followed",
         dont.statement: "contradicted",
         other.statement: "ignored",
+        unrelated.statement: "irrelevant",
     }
     do.refresh_from_db()
     assert (do.followed, do.hits, do.storage_strength) == (1, 1, pytest.approx(0.05))
     # Run twice: the second run does nothing.
     assert attribute_session.apply(args=[session.pk]).get() == 0
-    assert Outcome.objects.count() == 3
+    assert Outcome.objects.count() == 4
 
 
 def test_a_crash_between_claim_and_outcomes_leaves_the_session_to_the_next_run(
@@ -576,7 +587,8 @@ def test_ending_a_session_queues_its_attribution_after_commit(
     assert len(callbacks) == 1
     session.refresh_from_db()
     assert session.attributed_at is not None
-    assert Outcome.objects.get().result == "ignored"
+    # Nothing happened in the session: the rule was not ignored, it did not apply.
+    assert Outcome.objects.get().result == "irrelevant"
 
 
 def test_explicit_feedback_overrides_automatic_attribution(owner: Any) -> None:
