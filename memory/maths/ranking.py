@@ -219,6 +219,45 @@ def injection_score(
     return score * CONSOLIDATED_BONUS if consolidated else score
 
 
+# The activation prior as a tie-breaker (issue #18). DESIGN's factor (0.5 + 0.5·RS_eff)·f_fb·
+# f_emo·consolidation can halve a relevant engram's score, and on long conversations replayed in
+# time it outweighed relevance (a turn 30 active days old against one from today: 0.63 vs 0.85).
+# Relevance now comes first: a candidate's prior is compared with the best prior among the
+# query's candidates, and the gap takes at most PRIOR_SPAN off its relevance, through a curve
+# that passes small gaps almost unchanged (near-equals are still told apart by strength, feedback
+# and emotion) and saturates for large ones. What was stated within the last RECENT_SECONDS
+# (learned, repeated or edited) leads near-equals by RECENT_BONUS: a session's new rule first.
+PRIOR_SPAN = 0.03
+RECENT_BONUS = 0.1
+RECENT_SECONDS = 86_400.0
+
+
+def activation_prior(rs_eff: float, net: int, emotional_weight: float, consolidated: bool) -> float:
+    """DESIGN's prior (0.5 + 0.5·RS_eff)·f_fb·f_emo·(1.1 if consolidated)."""
+    prior = (0.5 + 0.5 * rs_eff) * f_fb(net) * f_emo(emotional_weight)
+    return prior * CONSOLIDATED_BONUS if consolidated else prior
+
+
+def prior_tiebreak(prior: float, best_prior: float, *, span: float = PRIOR_SPAN) -> float:
+    """1 - span·(1 - exp(-(best_prior - prior)/span)): 1 for the best prior, never below 1 - span.
+
+    A gap g much smaller than span costs about g (so near-equals keep the prior's order); a
+    large gap costs span at most.
+    """
+    gap = max(0.0, best_prior - prior)
+    if span <= 0:
+        return 1.0
+    return 1.0 - span * (1.0 - math.exp(-gap / span))
+
+
+def ranked_score(
+    relevance: float, prior: float, best_prior: float, *, recent: bool = False
+) -> float:
+    """The score recall and inject rank by: relevance · prior_tiebreak · (1 + RECENT_BONUS)."""
+    score = relevance * prior_tiebreak(prior, best_prior)
+    return score * (1.0 + RECENT_BONUS) if recent else score
+
+
 def candidate_score(candidate: Candidate, *, max_fused: float = MAX_FUSED) -> float:
     """Injection score of a candidate; 0 when its relevance is under RELEVANCE_FLOOR."""
     rel = relevance(

@@ -127,7 +127,7 @@ class RecallResult:
     """One recalled engram with its score components (ranks from 1, None when a leg missed it)."""
 
     engram: Engram
-    score: float  # final: relevance·(0.5 + 0.5·RS_eff)·f_fb·f_emo·consolidation
+    score: float  # final: ranking.ranked_score (relevance first, the prior a tie-breaker)
     fused: float  # Σ 1/(60 + rank)
     rs_eff: float
     lexical_rank: int | None = None
@@ -375,18 +375,25 @@ class _Scored:
     pk: int
     fused: float
     relevance: float
-    score: float  # relevance·(0.5 + 0.5·RS_eff)·f_fb·f_emo·consolidation
+    score: float  # ranking.ranked_score: relevance · prior tie-breaker · recent lead
     lexical: tuple[int, float] | None  # (rank from 1, score) in the lexical leg
     dense: tuple[int, float] | None  # (rank from 1, cosine) in the dense leg
 
 
 def _score(
-    legs: _Legs, rows: Mapping[int, Any], strengths: Mapping[int, float], *, mode: str
+    legs: _Legs,
+    rows: Mapping[int, Any],
+    strengths: Mapping[int, float],
+    *,
+    mode: str,
+    now: datetime,
 ) -> list[_Scored]:
     """The scoring step recall and inject share: RRF over the legs (ties to the stronger
-    engram), relevance from the fused score and the match evidence, then the injection score
-    from the row's feedback, emotional weight and consolidation. Candidates whose row is gone
-    (deleted between the legs and the read) are left out."""
+    engram), relevance from the fused score and the match evidence, then the activation prior
+    (RS_eff, feedback, emotional weight, consolidation) as a tie-breaker against the best prior
+    among the candidates, and a lead for what was stated within the last day
+    (`ranking.ranked_score`). Candidates whose row is gone (deleted between the legs and the
+    read) are left out."""
     rankings = [[str(pk) for pk, _ in legs.lexical], [str(pk) for pk, _ in legs.dense]]
     fused = ranking.rrf(
         [r for r in rankings if r], tiebreak={str(pk): rs for pk, rs in strengths.items()}
@@ -395,12 +402,20 @@ def _score(
     den_rank = {pk: (rank, cos) for rank, (pk, cos) in enumerate(legs.dense, start=1)}
     max_fused = _max_fused(mode)
     ran_lexical = mode in ("hybrid", "lexical")
+    present = [(int(key), fused_score) for key, fused_score in fused if int(key) in rows]
+    priors = {
+        pk: ranking.activation_prior(
+            strengths[pk],
+            rows[pk].feedback_net,
+            rows[pk].emotional_weight,
+            rows[pk].consolidated,
+        )
+        for pk, _ in present
+    }
+    best_prior = max(priors.values(), default=1.0)
     scored: list[_Scored] = []
-    for key, fused_score in fused:
-        pk = int(key)
-        row = rows.get(pk)
-        if row is None:
-            continue
+    for pk, fused_score in present:
+        row = rows[pk]
         lex, den = lex_rank.get(pk), den_rank.get(pk)
         rel = ranking.relevance(
             fused_score,
@@ -408,8 +423,9 @@ def _score(
             lexical_hit=(lex is not None) if ran_lexical else None,
             dense_cosine=den[1] if den else None,
         )
-        score = ranking.injection_score(
-            rel, strengths[pk], row.feedback_net, row.emotional_weight, row.consolidated
+        age = (now - row.updated_at).total_seconds()
+        score = ranking.ranked_score(
+            rel, priors[pk], best_prior, recent=0 <= age < ranking.RECENT_SECONDS
         )
         scored.append(_Scored(pk, fused_score, rel, score, lex, den))
     return scored
@@ -472,7 +488,7 @@ def recall(
             dense_rank=item.dense[0] if item.dense else None,
             cosine=item.dense[1] if item.dense else None,
         )
-        for item in _score(legs, rows, strengths, mode=mode)
+        for item in _score(legs, rows, strengths, mode=mode, now=now)
     ]
     # Ties (e.g. no match evidence) go to the better fused rank, then the stronger and the more
     # recent engram, never to insertion order.
@@ -630,7 +646,7 @@ def inject(
     pk_of: dict[str, int] = {}
     # Engrams the project's own rules already state (memory.services.suppression).
     suppressed = set(session.suppressed_ids or []) if session is not None else set()
-    for item in _score(legs, rows, strengths, mode="hybrid"):
+    for item in _score(legs, rows, strengths, mode="hybrid", now=now):
         engram = rows[item.pk]
         if engram.pk in suppressed:
             continue

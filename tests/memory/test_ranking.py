@@ -498,3 +498,29 @@ def test_a_newest_variant_already_ahead_keeps_its_place_and_the_older_is_halved(
     ]
     assert ranking.newest_variant_first(ranked) == [("NEW", 0.9), ("OLD", 0.2)]
     assert ranking.newest_variant_first(ranked, older_factor=1.0) == [("NEW", 0.9), ("OLD", 0.4)]
+
+
+def test_prior_tiebreak_passes_small_gaps_and_caps_large_ones() -> None:
+    from memory.maths.ranking import PRIOR_SPAN, prior_tiebreak
+
+    assert prior_tiebreak(0.85, 0.85) == 1.0
+    # A gap of 0.01 costs almost 0.01: near-equals keep the prior's order.
+    assert prior_tiebreak(0.84, 0.85) == pytest.approx(1 - 0.0085, abs=5e-4)
+    assert prior_tiebreak(0.84, 0.85) > prior_tiebreak(0.83, 0.85)
+    # A decayed engram (RS_eff 0.26 against 0.7) loses at most PRIOR_SPAN of its relevance.
+    far = prior_tiebreak(0.5 + 0.5 * 0.26, 0.5 + 0.5 * 0.7)
+    assert 1 - PRIOR_SPAN <= far < 1 - 0.9 * PRIOR_SPAN
+    assert prior_tiebreak(0.1, 2.0) == pytest.approx(1 - PRIOR_SPAN)
+
+
+def test_ranked_score_puts_relevance_first() -> None:
+    from memory.maths.ranking import RECENT_BONUS, activation_prior, ranked_score
+
+    strong = activation_prior(0.7, 0, 5, False)
+    weak = activation_prior(0.26, 0, 5, False)
+    # 10 % more relevant beats a much stronger prior; at equal relevance the prior decides.
+    assert ranked_score(0.55, weak, strong) > ranked_score(0.5, strong, strong)
+    assert ranked_score(0.5, strong, strong) > ranked_score(0.5, weak, strong)
+    assert ranked_score(0.5, strong, strong, recent=True) == pytest.approx(0.5 * (1 + RECENT_BONUS))
+    assert ranked_score(0.0, strong, strong, recent=True) == 0.0
+    assert activation_prior(0.6, 2, 7, True) == pytest.approx(injection_score(1.0, 0.6, 2, 7, True))

@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 
 from memory.maths import activation, coaccess
-from memory.maths.ranking import HEADER_TOKENS, MAX_FUSED, RENDER_MAX_CHARS, line_tokens
+from memory.maths.ranking import (
+    HEADER_TOKENS,
+    MAX_FUSED,
+    RECENT_BONUS,
+    RENDER_MAX_CHARS,
+    line_tokens,
+    prior_tiebreak,
+)
 from memory.models import ActivityDay, Association, Engram, Injection
 from memory.services.retrieval import inject, recall, visible_scopes
 from tests.memory.helpers import link, make_engram, make_session
@@ -15,7 +22,8 @@ from tests.memory.helpers import link, make_engram, make_session
 pytestmark = pytest.mark.django_db
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
-BASE = 0.5 + 0.5 * 0.7  # activation factor of a fresh engram (RS 0.7)
+BASE = 0.5 + 0.5 * 0.7  # activation prior of a fresh engram (RS 0.7)
+RECENT = 1 + RECENT_BONUS  # the lead of an engram stated within the last day
 
 STORE = {
     "A": "Use pytest fixtures to set up the database in tests",
@@ -100,9 +108,10 @@ def test_recall_fuses_both_legs_with_reciprocal_ranks(owner: Any, store: Any) ->
     expected_fused = [2 / 61, 1 / 62 + 1 / 63, 1 / 62, 1 / 64, 1 / 65]
     assert [r.fused for r in results] == pytest.approx(expected_fused)
     # A and C match lexically (evidence 1); B, E and D only by cosines under the dense floor
-    # (evidence 0), so they keep their fused order at score 0.
+    # (evidence 0), so they keep their fused order at score 0. All were stated today with equal
+    # priors: the score is the relevance with the recent lead.
     assert [r.score for r in results] == pytest.approx(
-        [BASE, expected_fused[1] / MAX_FUSED * BASE, 0, 0, 0]
+        [RECENT, expected_fused[1] / MAX_FUSED * RECENT, 0, 0, 0]
     )
     first = results[0].components
     assert first["lexical_rank"] == 1
@@ -120,7 +129,7 @@ def test_recall_modes_use_one_leg(owner: Any, store: Any) -> None:
     dense = recall(owner=owner, query="pytest database fixtures", mode="dense", now=NOW, limit=3)
     assert [r.id for r in lexical] == ["ENG-A", "ENG-C"]
     assert all(r.dense_rank is None for r in lexical)
-    assert lexical[0].score == pytest.approx(BASE)
+    assert lexical[0].score == pytest.approx(RECENT)
     assert [r.id for r in dense] == ["ENG-A", "ENG-B", "ENG-C"]
     assert all(r.lexical_rank is None for r in dense)
     with pytest.raises(ValueError, match="mode"):
@@ -223,17 +232,20 @@ def test_inject_scores_with_activation_feedback_emotion_and_consolidation(
     # Both legs rank P first and Q second; both are lexical hits (relevance evidence 1).
     assert ids(result.directives) == ["P", "Q"]
     assert [item["score"] for item in result.directives] == pytest.approx(
-        [BASE, (61 / 62) * BASE], abs=1e-6
+        [RECENT, (61 / 62) * RECENT], abs=1e-6
     )
 
     Engram.objects.filter(pk=deps["Q"].pk).update(emotional_weight=10, consolidated=True)
     Engram.objects.filter(pk=deps["P"].pk).update(feedback_negative=3)
     result = inject(owner=owner, prompt=DEPS_PROMPT, now=NOW)
-    # Q: f_emo 1.2, x1.1 consolidated; P: net feedback -3 gives f_fb 0.7.
+    # Q: f_emo 1.2, x1.1 consolidated (the best prior); P: net feedback -3 gives f_fb 0.7. The
+    # prior breaks the near-tie only: P loses at most PRIOR_SPAN of its relevance.
     assert ids(result.directives) == ["Q", "P"]
+    best = BASE * 1.2 * 1.1
     assert [item["score"] for item in result.directives] == pytest.approx(
-        [(61 / 62) * BASE * 1.2 * 1.1, BASE * 0.7], abs=1e-6
+        [(61 / 62) * RECENT, prior_tiebreak(BASE * 0.7, best) * RECENT], abs=1e-6
     )
+    assert prior_tiebreak(BASE * 0.7, best) == pytest.approx(0.97, abs=1e-3)
 
 
 @pytest.mark.sqlite
@@ -479,8 +491,8 @@ def test_a_small_scope_inside_a_large_store_still_gets_k_results(owner: Any) -> 
 
 @pytest.mark.sqlite
 def test_the_newest_variant_of_a_rule_ranks_above_the_one_it_replaced(owner: Any) -> None:
-    # The old version has earned positive feedback and would lead on its score alone, but the
-    # newer value is the rule now.
+    # The old version has earned positive feedback (the better prior), but the newer value is
+    # the rule now.
     old = mk(
         owner,
         "OLD",
@@ -496,10 +508,13 @@ def test_the_newest_variant_of_a_rule_ranks_above_the_one_it_replaced(owner: Any
     by_id = {r.id: r for r in results}
     # Halved, the old version also falls below a weaker match that is not superseded.
     assert [r.id for r in results] == ["ENG-NEW", "ENG-OTHER", "ENG-OLD"]
-    # The new one takes the old one's score; the old one takes the new one's, halved (1.3 is
-    # the old one's feedback factor, at the same relevance).
+    # At the same relevance the old one has the best prior (its feedback factor is 1.3), but the
+    # prior only breaks ties (at most PRIOR_SPAN) and the new one was stated today (the recent
+    # lead): the new one leads on its own score, and the old one keeps its score, halved.
     assert by_id["ENG-NEW"].fused == pytest.approx(by_id["ENG-OLD"].fused)
-    assert by_id["ENG-NEW"].score == pytest.approx(2 * 1.3 * by_id["ENG-OLD"].score, rel=0.05)
+    old_prior = (0.5 + 0.5 * by_id["ENG-OLD"].rs_eff) * 1.3
+    new_own = prior_tiebreak(BASE, old_prior) * RECENT
+    assert by_id["ENG-NEW"].score == pytest.approx(2 * new_own * by_id["ENG-OLD"].score)
     assert new.updated_at > old.updated_at
 
     injected = inject(owner=owner, prompt="attribute names", now=NOW)
