@@ -279,6 +279,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "exchange-refresh-fitness": {"task": "exchange.refresh_fitness", "schedule": 6 * 3600.0},
     "exchange-expire-trials": {"task": "exchange.expire_trials", "schedule": 3600.0},
     "maintenance": {"task": "engram.maintain", "schedule": 24 * 3600.0},
+    # Work whose task never ran (broker down when it was queued, a worker killed): recovered.
+    "sweep-pending": {"task": "engram.sweep_pending", "schedule": 120.0},
 }
 
 # --- Engram -------------------------------------------------------------------------------
