@@ -80,7 +80,11 @@ def database_from_url(url: str, data_dir: Path) -> dict[str, object]:
         }
     if scheme in {"postgres", "postgresql", "pgsql"}:
         name = unquote(parsed.path.lstrip("/")) or "engram"
-        options: dict[str, object] = {}
+        # A database that does not answer fails a request within seconds (503), never hangs
+        # a hook past its timeout.
+        options: dict[str, object] = {
+            "connect_timeout": env_int("DB_CONNECT_TIMEOUT", 3, minimum=1)
+        }
         query = parse_qs(parsed.query)
         if "sslmode" in query:
             options["sslmode"] = query["sslmode"][0]
