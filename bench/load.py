@@ -25,6 +25,7 @@ Prints a markdown report (for docs/reliability.md) and exits 1 on any error or l
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -41,6 +42,7 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,8 +56,8 @@ SECRET = "engram-bench-load-secret-not-for-production"
 SEED = 19
 MAX_DURATION_S = 900
 REQUEST_TIMEOUT_S = 30.0
-# What Claude Code gives a command hook by default is 60 s; engram-hook uses a much shorter one.
-HOOK_TIMEOUT_S = 10.0
+# engram-hook's own timeout (ENGRAM_HOOK_TIMEOUT default): an answer later than this is lost.
+HOOK_TIMEOUT_S = 3.0
 
 RULES = [
     "Always use pathlib instead of os.path for file paths.",
@@ -194,17 +196,33 @@ def args_backend_embedded(env: dict[str, str]) -> bool:
 class Server:
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     logs: dict[str, Path] = field(default_factory=dict)
+    commands: dict[str, list[str]] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one part and its children (a crash, not a shutdown)."""
+        proc = self.procs[name]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+    def restart(self, name: str) -> None:
+        with self.logs[name].open("ab") as out:
+            self.procs[name] = subprocess.Popen(
+                self.commands[name], cwd=ROOT, env=self.env, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
 
     def stop(self) -> None:
         for proc in self.procs.values():
             if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+                os.killpg(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + 20
         for proc in self.procs.values():
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
 
 
@@ -230,10 +248,13 @@ def start_server(env: dict[str, str], args: argparse.Namespace, data_dir: Path) 
     for name, cmd in commands.items():
         path = data_dir / f"{name}.log"
         server.logs[name] = path
-        with path.open("wb") as out:
+        with path.open("ab") as out:
             server.procs[name] = subprocess.Popen(
-                cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
-            )
+                cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+    server.commands = commands
+    server.env = env
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         for name, proc in server.procs.items():
@@ -464,6 +485,22 @@ def drain(owner: Any, sessions: set[str], timeout: float) -> float:
     return time.monotonic() - started
 
 
+def sweep() -> dict[str, int]:
+    """What the worker had not done by the end of the drain, done as the periodic sweep does
+    (engram.sweep_pending, every 2 minutes), without its grace period."""
+    from datetime import timedelta
+
+    from memory.services.recovery import pending_sweep
+
+    done: dict[str, int] = Counter()
+    while True:
+        step = pending_sweep(grace=timedelta(0))
+        for key, value in step.items():
+            done[key] += value
+        if not step["sessions_found"] and not step["signals_found"]:
+            return dict(done)
+
+
 def audit(owner: Any, ledger: Ledger) -> dict[str, Any]:
     from django.db.models import Count
 
@@ -562,7 +599,14 @@ def report(args: argparse.Namespace, ledger: Ledger, wall: float, result: dict[s
         f"- acknowledged writes: {result['observations']} observations, {result['learned']} "
         f"learned engrams, {result['signals']} learning signals, {result['ended']} session ends, "
         f"{result['injections']} injected engrams to attribute ({result['outcomes']} with an "
-        f"outcome; worker drained in {drained:.1f} s)",
+        f"outcome); the worker drained its queue in {drained:.1f} s"
+        + (
+            f" (timed out: the sweep then attributed {result['swept']['sessions_attributed']} "
+            f"sessions and processed {result['swept']['signals_processed']} signals)"
+            if result.get("swept", {}).get("sessions_found")
+            or result.get("swept", {}).get("signals_found")
+            else ""
+        ),
         f"- **lost writes: {sum(result['lost'].values())}** "
         + ", ".join(f"{k} {v}" for k, v in sorted(result["lost"].items()))
         + f"; sessions left unattributed: {result['unattributed_sessions']}",
@@ -591,8 +635,8 @@ def report(args: argparse.Namespace, ledger: Ledger, wall: float, result: dict[s
     return "\n".join(lines)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def make_parser(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--backend", choices=["postgres", "embedded"], default="postgres")
     parser.add_argument("--agents", type=int, default=50)
     parser.add_argument("--duration", type=float, default=60.0, help="seconds (at most 900)")
@@ -617,11 +661,14 @@ def main() -> int:
     )
     parser.add_argument("--drain-timeout", type=float, default=180.0)
     parser.add_argument("--keep", action="store_true", help="keep the temporary data directory")
-    args = parser.parse_args()
+    return parser
+
+
+def prepare(args: argparse.Namespace, prefix: str = "engram-load-") -> tuple[Path, dict[str, str], str, Any]:  # fmt: skip
+    """A fresh store (migrated, seeded) and the server's environment; Django set up here."""
     args.duration = min(max(1.0, args.duration), MAX_DURATION_S)
     args.port = args.port or free_port()
-
-    data_dir = Path(tempfile.mkdtemp(prefix="engram-load-"))
+    data_dir = Path(tempfile.mkdtemp(prefix=prefix))
     env = server_env(args, data_dir)
     if args.backend == "postgres":
         recreate_postgres(args.database_url)
@@ -634,27 +681,43 @@ def main() -> int:
     from django.db import connections
 
     connections.close_all()
+    return data_dir, env, raw_token, owner
+
+
+def run_agents(args: argparse.Namespace, token: str, ledger: Ledger, during: Callable[[float], None] | None = None) -> float:  # fmt: skip
+    """Run the agents for args.duration; `during(elapsed)` is called about every 0.2 s."""
+    log(f"{args.agents} agents for {args.duration:.0f} s")
+    started = time.monotonic()
+    stop_at = started + args.duration
+    agents = [
+        Agent(i, args.port, token, stop_at, args.think_ms, ledger) for i in range(args.agents)
+    ]
+    for agent in agents:
+        agent.start()
+        time.sleep(min(0.02, args.duration / max(1, args.agents) / 10))
+    while any(agent.is_alive() for agent in agents):
+        if during is not None:
+            during(time.monotonic() - started)
+        time.sleep(0.2)
+        if time.monotonic() > stop_at + 2 * REQUEST_TIMEOUT_S + 60:
+            break
+    return time.monotonic() - started
+
+
+def main() -> int:
+    args = make_parser(__doc__.split("\n\n")[0]).parse_args()
+    data_dir, env, raw_token, owner = prepare(args)
     log(f"starting the server on 127.0.0.1:{args.port} (logs in {data_dir})")
     server = start_server(env, args, data_dir)
     ledger = Ledger()
     try:
         warm_up(args.port, raw_token, args.web_workers * args.threads)
-        log(f"{args.agents} agents for {args.duration:.0f} s")
-        started = time.monotonic()
-        stop_at = started + args.duration
-        agents = [
-            Agent(i, args.port, raw_token, stop_at, args.think_ms, ledger)
-            for i in range(args.agents)
-        ]
-        for agent in agents:
-            agent.start()
-            time.sleep(min(0.02, args.duration / max(1, args.agents) / 10))
-        for agent in agents:
-            agent.join(timeout=args.duration + 2 * REQUEST_TIMEOUT_S + 60)
-        wall = time.monotonic() - started
+        wall = run_agents(args, raw_token, ledger)
         log(f"run over in {wall:.1f} s; waiting for the worker to drain")
         drained = drain(owner, ledger.ended, args.drain_timeout)
+        swept = sweep()
         result = audit(owner, ledger)
+        result["swept"] = swept
     finally:
         server.stop()
     print(report(args, ledger, wall, result, drained))

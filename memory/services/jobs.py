@@ -47,14 +47,15 @@ class QueuedJob:
             app.signature(self.task_name, args=self.args).apply_async(
                 ignore_result=True, retry=True, retry_policy=PUBLISH_RETRY_POLICY
             )
-        except Exception:
+        except Exception as exc:
             if app.conf.task_always_eager:
                 raise  # an eager task's own error is the caller's (tests, bench replays)
             logger.warning(
-                "job %s%r not queued (broker unavailable); the periodic sweep will run it",
+                "job %s%r not queued (%s: %s); the periodic sweep will run it",
                 self.task_name,
                 self.args,
-                exc_info=True,
+                type(exc).__name__,
+                exc,
             )
 
 
