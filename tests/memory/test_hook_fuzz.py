@@ -51,7 +51,7 @@ TEXT = st.one_of(
 VALUE = st.one_of(TEXT, WRONG, st.recursive(WRONG, lambda inner: st.lists(inner, max_size=3)))
 PAYLOAD = st.fixed_dictionaries(
     {"hook_event_name": st.one_of(st.sampled_from(sorted(HANDLERS)), TEXT, WRONG)},
-    optional={name: VALUE for name in FIELDS},
+    optional=dict.fromkeys(FIELDS, VALUE),
 )
 
 
