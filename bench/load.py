@@ -527,12 +527,20 @@ def audit(owner: Any, ledger: Ledger) -> dict[str, Any]:
     )
     for session, expected in ledger.rule_prompts.items():
         lost["learning signals"] += max(0, expected - signals.get(session, 0))
+    known = set(
+        AgentSession.objects.filter(owner=owner, session_id__in=ledger.ended).values_list(
+            "session_id", flat=True
+        )
+    )
     ended = set(
         AgentSession.objects.filter(
             owner=owner, session_id__in=ledger.ended, ended_at__isnull=False
         ).values_list("session_id", flat=True)
     )
-    lost["session ends"] = len(ledger.ended - ended)
+    # A SessionEnd for a session the server never saw (every earlier event of it was refused,
+    # e.g. 503 while the database was down) has nothing to end: its 200 acknowledges nothing.
+    # A session with an acknowledged observation is known, so a lost row still counts above.
+    lost["session ends"] = len((ledger.ended & known) - ended)
     # Every injected engram (constraint/directive buckets) of an ended session has an outcome.
     unattributed = AgentSession.objects.filter(
         owner=owner, session_id__in=ended, attributed_at__isnull=True
@@ -554,7 +562,8 @@ def audit(owner: Any, ledger: Ledger) -> dict[str, Any]:
         "observations": sum(ledger.observations.values()),
         "learned": len(ledger.learned),
         "signals": sum(ledger.rule_prompts.values()),
-        "ended": len(ledger.ended),
+        "ended": len(ledger.ended & known),
+        "ended_unknown": len(ledger.ended - known),
         "outcomes": len(with_outcome),
         "injections": len(injected),
     }
