@@ -16,6 +16,9 @@ the exit status is 1 when any failed.
   it succeed without restarting Engram, 0 lost acknowledged writes.
 - sqlite-writers: 10 agents on the embedded default (SQLite WAL + busy timeout + the filesystem
   broker). Expected: no "database is locked" (no error at all) reaching a client, 0 lost writes.
+- disk-full: the embedded default's data directory on a 64 MB tmpfs (root only), filled for
+  10 s under load. Expected: 503 saying the disk is full (never a 500, never past the hook
+  timeout), 200 again once there is room, `PRAGMA integrity_check` ok, 0 lost writes.
 
     .venv/bin/python bench/faults.py redis-down worker-killed postgres-restart sqlite-writers
 
@@ -126,8 +129,9 @@ def run(
     args: argparse.Namespace,
     during: Callable[[float], None] | None = None,
     prefix: str = "engram-faults-",
+    data_dir: Path | None = None,
 ) -> tuple[load.Ledger, dict[str, Any], Path, load.Server, float]:
-    data_dir, env, token, owner = load.prepare(args, prefix)
+    data_dir, env, token, owner = load.prepare(args, prefix, data_dir)
     load.log(f"server on 127.0.0.1:{args.port} (logs in {data_dir})")
     server = load.start_server(env, args, data_dir)
     ledger = load.Ledger()
@@ -303,11 +307,75 @@ def sqlite_writers(options: argparse.Namespace) -> bool:
     )
 
 
+def disk_full(options: argparse.Namespace) -> bool:
+    """The embedded default's data directory on a 64 MB tmpfs, filled to the last byte for 10 s
+    under load (needs root to mount)."""
+    if os.geteuid() != 0:
+        load.log("disk-full needs root (it mounts a small tmpfs); skipped")
+        return verdict("disk-full", {"skipped: not root": True})
+    mount = Path(tempfile.mkdtemp(prefix="engram-faults-disk-"))
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)], check=True)
+    data_dir = mount / "data"
+    data_dir.mkdir()
+    filler = mount / "filler"
+    args = base_args(["--backend", "embedded", "--agents", "5", "--duration", "35",
+                      "--drain-timeout", "60"])  # fmt: skip
+    state = {"full": False, "freed": False}
+
+    def during(elapsed: float) -> None:
+        if elapsed >= 10 and not state["full"]:
+            load.log("filling the data directory's disk")
+            with filler.open("wb") as out:
+                try:
+                    while True:
+                        out.write(b"\0" * (1 << 20))
+                        out.flush()
+                except OSError:
+                    pass
+                try:
+                    while True:
+                        out.write(b"\0" * 512)
+                        out.flush()
+                except OSError:
+                    pass
+            state["full"] = True
+        if elapsed >= 20 and not state["freed"]:
+            load.log("freeing the disk")
+            filler.unlink()
+            state["freed"] = True
+
+    try:
+        ledger, result, _, _, _ = run(args, during, data_dir=data_dir)
+        import sqlite3
+
+        with sqlite3.connect(data_dir / "engram.sqlite3") as db:
+            integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        filler.unlink(missing_ok=True)
+        subprocess.run(["umount", str(mount)], check=False)
+        shutil.rmtree(mount, ignore_errors=True)
+    other = [e for e in ledger.errors if " 503 " not in e]
+    clear = all("disk is full" in e for e in ledger.errors)
+    statuses = {status for (_, status) in ledger.statuses}
+    return verdict(
+        "disk-full",
+        {
+            f"errors are 503 only ({len(ledger.errors)} x 503)": not other,
+            "each says the disk is full or read-only": clear,
+            "no answer later than the hook timeout": ledger.over_timeout == 0,
+            "requests succeeded again once there was room": 200 in statuses,
+            f"the database is intact (integrity_check: {integrity})": integrity == "ok",
+            "0 lost acknowledged writes": lost(result) == 0,
+        },
+    )
+
+
 SCENARIOS: dict[str, Callable[[argparse.Namespace], bool]] = {
     "redis-down": redis_down,
     "worker-killed": worker_killed,
     "postgres-restart": postgres_restart,
     "sqlite-writers": sqlite_writers,
+    "disk-full": disk_full,
 }
 
 

@@ -673,11 +673,11 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def prepare(args: argparse.Namespace, prefix: str = "engram-load-") -> tuple[Path, dict[str, str], str, Any]:  # fmt: skip
+def prepare(args: argparse.Namespace, prefix: str = "engram-load-", data_dir: Path | None = None) -> tuple[Path, dict[str, str], str, Any]:  # fmt: skip
     """A fresh store (migrated, seeded) and the server's environment; Django set up here."""
     args.duration = min(max(1.0, args.duration), MAX_DURATION_S)
     args.port = args.port or free_port()
-    data_dir = Path(tempfile.mkdtemp(prefix=prefix))
+    data_dir = data_dir or Path(tempfile.mkdtemp(prefix=prefix))
     env = server_env(args, data_dir)
     if args.backend == "postgres":
         recreate_postgres(args.database_url)

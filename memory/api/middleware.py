@@ -140,13 +140,28 @@ class ApiGuardMiddleware:
         if isinstance(exception, DatabaseOperationalError | InterfaceError):
             # The database is down or restarting: say so at once (a hook gives up, the agent
             # goes on); the next request reconnects (CONN_HEALTH_CHECKS), no restart needed.
-            logger.warning(
-                "Database unavailable on %s %s: %s", request.method, request.path, exception
-            )
+            text = str(exception).lower()
+            if "full" in text or "readonly" in text or "read-only" in text:
+                # The embedded default's data directory: someone has to make room.
+                logger.error(
+                    "Database cannot write on %s %s: %s", request.method, request.path, exception
+                )
+                message = (
+                    "The database cannot write: its disk is full or its data directory is "
+                    "read-only. The request did not complete."
+                )
+            else:
+                logger.warning(
+                    "Database unavailable on %s %s: %s", request.method, request.path, exception
+                )
+                message = (
+                    "The database is not reachable right now; the request did not complete. "
+                    "Try again shortly."
+                )
             response = error_response(
                 HTTPStatus.SERVICE_UNAVAILABLE,
                 "database_unavailable",
-                "The database is not reachable right now; the request did not complete. Try again shortly.",
+                message,
                 {"retry_after_seconds": DB_RETRY_AFTER_SECONDS},
             )
             response["Retry-After"] = str(DB_RETRY_AFTER_SECONDS)
