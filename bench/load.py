@@ -606,7 +606,8 @@ def report(args: argparse.Namespace, ledger: Ledger, wall: float, result: dict[s
         f"errors: **{len(ledger.errors)}**; over the {HOOK_TIMEOUT_S:.0f} s hook timeout: "
         f"{ledger.over_timeout}",
         f"- acknowledged writes: {result['observations']} observations, {result['learned']} "
-        f"learned engrams, {result['signals']} learning signals, {result['ended']} session ends, "
+        f"learned engrams, {result['signals']} learning signals, {result['ended']} session ends "
+        f"(+{result['ended_unknown']} of sessions the server never saw), "
         f"{result['injections']} injected engrams to attribute ({result['outcomes']} with an "
         f"outcome); the worker drained its queue in {drained:.1f} s"
         + (
