@@ -80,7 +80,11 @@ def database_from_url(url: str, data_dir: Path) -> dict[str, object]:
         }
     if scheme in {"postgres", "postgresql", "pgsql"}:
         name = unquote(parsed.path.lstrip("/")) or "engram"
-        options: dict[str, object] = {}
+        # A database that does not answer fails a request within seconds (503), never hangs
+        # a hook past its timeout.
+        options: dict[str, object] = {
+            "connect_timeout": env_int("DB_CONNECT_TIMEOUT", 3, minimum=1)
+        }
         query = parse_qs(parsed.query)
         if "sslmode" in query:
             options["sslmode"] = query["sslmode"][0]
@@ -284,6 +288,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "patterns-age": {"task": "patterns.age", "schedule": 6 * 3600.0},
     "patterns-evolve-prompts": {"task": "patterns.evolve_prompts", "schedule": 24 * 3600.0},
     "dialectic-consolidate": {"task": "dialectic.consolidate", "schedule": 900.0},
+    # Work whose task never ran (broker down when it was queued, a worker killed): recovered.
+    "sweep-pending": {"task": "engram.sweep_pending", "schedule": 120.0},
 }
 
 # --- Engram -------------------------------------------------------------------------------

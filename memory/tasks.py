@@ -82,3 +82,12 @@ def session_suppress(session_pk: int) -> list[str]:
     from memory.services import suppression
 
     return suppression.session_suppress(session_pk=session_pk)
+
+
+@shared_task(name="engram.sweep_pending")
+def sweep_pending() -> dict[str, int]:
+    """Periodic: attribute ended sessions and extract pending signals whose own task never ran
+    (the broker was down, a worker died); idempotent, like the tasks it stands in for."""
+    from memory.services import recovery
+
+    return recovery.pending_sweep()

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from memory import charts, selectors
-from memory.errors import DomainError
+from memory.errors import DomainError, NotFound
 from memory.forms import (
     EngramEditForm,
     EngramFilterForm,
@@ -488,7 +488,12 @@ def session_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
 @login_required
 def lesson_undo(request: HttpRequest, engram_id: str) -> HttpResponse:
     """Undo a captured lesson in one click: retire it, restore what it superseded."""
-    engram = learning.lesson_undo(owner=request.user, engram_id=engram_id, actor=_actor(request))
+    try:
+        engram = learning.lesson_undo(
+            owner=request.user, engram_id=engram_id, actor=_actor(request)
+        )
+    except NotFound:
+        raise Http404("No such lesson.") from None
     messages.success(request, f"{engram.engram_id} undone.")
     back = request.POST.get("next", "")
     if back.startswith("/") and url_has_allowed_host_and_scheme(back, allowed_hosts=None):

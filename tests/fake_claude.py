@@ -4,6 +4,7 @@ only the network is replaced. Use the `fake_claude` fixture (tests/conftest.py).
 from __future__ import annotations
 
 import json
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +50,17 @@ class FakeClaude:
             raise httpx2.ReadTimeout("fake timeout")
 
         self._queue.append(_raise)
+        return self
+
+    def slow_failure(self, seconds: float, times: int = 1) -> FakeClaude:
+        """Answer nothing for `seconds`, then time out (a slow, failing Claude), `times` times."""
+
+        def _slow(body: dict[str, Any]) -> httpx2.Response:
+            time.sleep(seconds)
+            raise httpx2.ReadTimeout("fake slow timeout")
+
+        for _ in range(times):
+            self._queue.append(_slow)
         return self
 
     def on(self, task: str, responder: Responder) -> FakeClaude:

@@ -12,6 +12,8 @@ from http import HTTPStatus
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError
+from django.db import OperationalError as DatabaseOperationalError
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
@@ -21,6 +23,8 @@ from memory.models import TOKEN_LOOKUP_CHARS, ApiToken
 
 API_PREFIX = "/api/"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# What a 503 tells a client to wait when the database is unreachable.
+DB_RETRY_AFTER_SECONDS = 5
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +137,35 @@ class ApiGuardMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not request.path.startswith(API_PREFIX):
             return None
+        if isinstance(exception, DatabaseOperationalError | InterfaceError):
+            # The database is down or restarting: say so at once (a hook gives up, the agent
+            # goes on); the next request reconnects (CONN_HEALTH_CHECKS), no restart needed.
+            text = str(exception).lower()
+            if "full" in text or "readonly" in text or "read-only" in text:
+                # The embedded default's data directory: someone has to make room.
+                logger.error(
+                    "Database cannot write on %s %s: %s", request.method, request.path, exception
+                )
+                message = (
+                    "The database cannot write: its disk is full or its data directory is "
+                    "read-only. The request did not complete."
+                )
+            else:
+                logger.warning(
+                    "Database unavailable on %s %s: %s", request.method, request.path, exception
+                )
+                message = (
+                    "The database is not reachable right now; the request did not complete. "
+                    "Try again shortly."
+                )
+            response = error_response(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                "database_unavailable",
+                message,
+                {"retry_after_seconds": DB_RETRY_AFTER_SECONDS},
+            )
+            response["Retry-After"] = str(DB_RETRY_AFTER_SECONDS)
+            return response
         logger.exception("Unhandled error on %s %s", request.method, request.path)
         return error_response(
             HTTPStatus.INTERNAL_SERVER_ERROR,

@@ -34,8 +34,15 @@ Signal = Literal[
 ]
 
 
-def clean_text(value: Any) -> Any:
+# JSON nested deeper than this is refused (422): no payload Engram reads nests so deep, and
+# walking it (here, or serialising it later) would exhaust the stack (a 500 found by fuzzing).
+MAX_NESTING = 64
+
+
+def clean_text(value: Any, _depth: int = 0) -> Any:
     """Drop NUL characters and replace lone surrogates, recursively through lists and dicts."""
+    if _depth > MAX_NESTING:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels")
     if isinstance(value, str):
         if "\x00" in value:
             value = value.replace("\x00", "")
@@ -45,9 +52,9 @@ def clean_text(value: Any) -> Any:
             value = value.encode("utf-8", "replace").decode("utf-8")
         return value
     if isinstance(value, list):
-        return [clean_text(v) for v in value]
+        return [clean_text(v, _depth + 1) for v in value]
     if isinstance(value, dict):
-        return {clean_text(k): clean_text(v) for k, v in value.items()}
+        return {clean_text(k, _depth + 1): clean_text(v, _depth + 1) for k, v in value.items()}
     return value
 
 

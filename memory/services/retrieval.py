@@ -331,6 +331,20 @@ def _access(
         ),
         _touch(touched, injected=injected, now=now),
     ]
+    if connection.vendor == "postgresql":
+        # Lock the engram rows in primary-key order before the UPDATE (whose join locks them in
+        # plan order): concurrent injects, and attribution, which updates engrams in the same
+        # order, then never wait on each other in a cycle (a deadlock found by bench/load.py).
+        ids = sorted(touched)
+        statements.insert(
+            1,
+            (
+                "SELECT id FROM memory_engram WHERE id IN ("
+                + ", ".join(["%s"] * len(ids))
+                + ") ORDER BY id FOR NO KEY UPDATE",
+                ids,
+            ),
+        )
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor != "postgresql":
             for sql, params in statements:

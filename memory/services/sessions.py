@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -137,11 +137,13 @@ def coaccess_update(*, owner: Any, session: AgentSession, now: datetime | None =
     ]
     AgentSession.objects.filter(pk=session.pk).update(coaccess_ids=ids)
     session.coaccess_ids = ids
+    # Locked in key order: two sessions ending at once over the same engrams update each edge
+    # one after the other (no lost update, no deadlock).
     edges = {
         (a.source_id, a.target_id): a
-        for a in Association.objects.filter(
-            source_id__in=ids, target_id__in=ids, type=Association.Type.CO_ACCESSED
-        )
+        for a in Association.objects.select_for_update()
+        .filter(source_id__in=ids, target_id__in=ids, type=Association.Type.CO_ACCESSED)
+        .order_by("source_id", "target_id")
     }
     counts = dict(
         Association.objects.filter(source_id__in=ids, type=Association.Type.CO_ACCESSED)
@@ -158,16 +160,28 @@ def coaccess_update(*, owner: Any, session: AgentSession, now: datetime | None =
             if strength is None:
                 continue
             if edge is None:
-                Association.objects.create(
-                    owner=owner,
-                    source_id=src,
-                    target_id=dst,
-                    type=Association.Type.CO_ACCESSED,
-                    strength=strength,
-                    updated_at=now,
-                )
-                counts[src] = counts.get(src, 0) + 1
-            else:
+                try:
+                    with transaction.atomic():  # a savepoint: the insert may lose a race
+                        Association.objects.create(
+                            owner=owner,
+                            source_id=src,
+                            target_id=dst,
+                            type=Association.Type.CO_ACCESSED,
+                            strength=strength,
+                            updated_at=now,
+                        )
+                    counts[src] = counts.get(src, 0) + 1
+                    touched += 1
+                    continue
+                except IntegrityError:
+                    # Another session's end created this edge since it was read: strengthen it.
+                    edge = Association.objects.select_for_update().get(
+                        source_id=src, target_id=dst, type=Association.Type.CO_ACCESSED
+                    )
+                    strength = coaccess.coaccess_update(edge.strength, counts.get(src, 0))
+                    if strength is None:
+                        continue
+            if edge is not None:
                 edge.strength = strength
                 edge.updated_at = now
                 edge.save(update_fields=["strength", "updated_at"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from http import HTTPStatus
 from typing import Any
 
@@ -18,7 +19,7 @@ from memory.api import ratelimit
 from memory.models import ApiToken
 from tests.memory.helpers import make_engram
 
-MAX_EXAMPLES = 8
+MAX_EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "8"))  # bench/fuzz.py raises it
 EXCHANGE_PATHS = r"^/api/v1/exchange/"
 
 schema = schemathesis.openapi.from_wsgi("/api/openapi.json", get_wsgi_application()).include(

@@ -1,0 +1,72 @@
+"""The periodic sweep: background work whose task never ran (the broker was down when it was
+queued, or a worker died and the message was lost) is found from the database and run here.
+
+Every step is the same idempotent service the task runs, so a sweep racing a late task does
+the work once: the claim inside each service decides who does it.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from memory.models import AgentSession, LearningSignal
+from memory.services.learning import signal_extract
+from memory.services.sessions import outcomes_attribute
+
+logger = logging.getLogger(__name__)
+
+# Work younger than this is left to its own task (it is probably queued or running).
+SWEEP_GRACE = timedelta(minutes=2)
+# At most this many items of each kind per sweep; the next sweep takes the rest.
+SWEEP_LIMIT = 200
+
+
+def pending_sweep(
+    *, now: datetime | None = None, grace: timedelta = SWEEP_GRACE, limit: int = SWEEP_LIMIT
+) -> dict[str, Any]:
+    """Run what was left undone: outcome attribution of ended sessions, extraction of pending
+    learning signals. Returns how many of each were found and done."""
+    now = now or timezone.now()
+    cutoff = now - grace
+    sessions = list(
+        AgentSession.objects.filter(
+            ended_at__isnull=False, ended_at__lte=cutoff, attributed_at__isnull=True
+        )
+        .order_by("ended_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    attributed = 0
+    for pk in sessions:
+        outcomes_attribute(session_pk=pk)
+        attributed += int(AgentSession.objects.filter(pk=pk, attributed_at__isnull=False).exists())
+    signals = list(
+        LearningSignal.objects.filter(state=LearningSignal.State.PENDING, created_at__lte=cutoff)
+        .order_by("created_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    for pk in signals:
+        signal_extract(signal_pk=pk)
+    extracted = (
+        LearningSignal.objects.filter(pk__in=signals)
+        .exclude(state=LearningSignal.State.PENDING)
+        .count()
+    )
+    if sessions or signals:
+        logger.warning(
+            "sweep: %d ended session(s) were unattributed (%d now attributed), %d learning "
+            "signal(s) were pending (%d now processed)",
+            len(sessions),
+            attributed,
+            len(signals),
+            extracted,
+        )
+    return {
+        "sessions_found": len(sessions),
+        "sessions_attributed": attributed,
+        "signals_found": len(signals),
+        "signals_processed": extracted,
+    }
