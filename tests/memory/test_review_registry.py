@@ -22,12 +22,12 @@ def registered() -> Any:
         return {"artifact": "rules/x.md"}
 
     saved = review.ACTIONS[ReviewItem.Kind.PROMPT]
+    # The patterns app registers this kind from its ready(): put its handler back afterwards.
     saved_handler = review.HANDLERS.get(ReviewItem.Kind.PROMPT)
     review.kind_register(
         ReviewItem.Kind.PROMPT, actions=("defer", "approve", "reject"), apply=apply
     )
     yield seen
-    # Put back what an app registered from ready() (the patterns app decides prompt proposals).
     review.HANDLERS.pop(ReviewItem.Kind.PROMPT)
     if saved_handler is not None:
         review.HANDLERS[ReviewItem.Kind.PROMPT] = saved_handler

@@ -19,7 +19,8 @@ from patterns.services.store import (
 )
 from tests.patterns.helpers import make_pattern
 
-pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]  # recall and duplicates read vectors per DB
+# Recall and the duplicate check read vectors differently per database.
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 TASK = "Parse a CSV export of invoices and load it into PostgreSQL"
 SAME_TASK = "Parse a CSV export of invoices and load it into Postgres"
