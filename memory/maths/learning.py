@@ -961,6 +961,9 @@ def is_update(
     """
     if cosine < UPDATE_COSINE or new.strip().casefold() == old.strip().casefold():
         return False
+    slots_new, slots_old = naming_slots(new), naming_slots(old)
+    if slots_new and slots_old and not slots_new & slots_old:
+        return False  # "end function names" and "end function argument names": two rules
     a, b = plain_words(new), plain_words(old)
     if a and b and len(a & b) / len(a | b) < MIN_SHARED_WORDS:
         return False

@@ -323,3 +323,10 @@ def test_an_engram_the_session_never_touched_is_irrelevant_not_ignored() -> None
         trigger_context="git push --force",
     )
     assert trigger.result == "ignored"
+
+
+def test_close_embeddings_of_two_naming_slots_are_not_an_update() -> None:
+    new, old = "End all function names with '_d'.", "End all function argument names with '_e'."
+    assert not L.is_update(new, old, cosine=0.9, new_polarity="do", old_polarity="do")
+    same = "End all function names with '_x'."
+    assert L.is_update(same, new, cosine=0.9, new_polarity="do", old_polarity="do")
