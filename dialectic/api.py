@@ -107,6 +107,8 @@ def artifacts(request: HttpRequest, filters: Query[ArtifactsIn]) -> dict[str, An
     retired: a client removes a retired artifact's unedited files)."""
     token = token_of(request)
     scope = _scope_of(token, filters.scope, filters.cwd)
+    if scope is None:
+        _page_scope(token, None)
     listing = [
         a for a in selectors.delivery_list(token.owner, scope) if _visible(token, a["scope"])
     ]
@@ -297,6 +299,8 @@ def _page_scope(token: ApiToken, scope: str | None) -> str | None:
     if scope:
         scope = validate_scope(scope)
         require_scope(token, scope)
+    elif token.scopes and "*" not in token.scopes:
+        raise InvalidInput("scope", "this token is limited to some scopes: name one")
     return scope
 
 

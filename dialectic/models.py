@@ -73,7 +73,6 @@ class Trace(models.Model):
     cluster = models.ForeignKey(
         Cluster, on_delete=models.SET_NULL, null=True, blank=True, related_name="traces"
     )
-    similarity = models.FloatField(null=True, blank=True)  # to the centroid when it joined
     observed_at = models.DateTimeField()
 
     class Meta:

@@ -8,7 +8,9 @@ from typing import Any
 
 from dialectic import selectors
 from memory.access import require_scope
+from memory.errors import InvalidInput
 from memory.integrations.mcp import domain_tool
+from memory.validation import scope as validate_scope
 
 
 def _limit(value: int) -> int:
@@ -20,7 +22,9 @@ def tools(server: Any, token: Any) -> None:
 
     def _scope(scope: str | None) -> str | None:
         if scope:
-            require_scope(token, scope)
+            require_scope(token, validate_scope(scope))
+        elif token.scopes and "*" not in token.scopes:
+            raise InvalidInput("scope", "this token is limited to some scopes: name one")
         return scope or None
 
     @server.tool()

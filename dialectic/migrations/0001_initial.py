@@ -281,7 +281,6 @@ class Migration(migrations.Migration):
                 ("sequence", models.JSONField(default=list)),
                 ("features", models.JSONField(default=list)),
                 ("paths", models.JSONField(default=list)),
-                ("similarity", models.FloatField(blank=True, null=True)),
                 ("observed_at", models.DateTimeField()),
                 (
                     "cluster",

@@ -266,7 +266,9 @@ def clusters_assign(*, owner: Any | None = None, batch: int = 2000) -> tuple[int
     assigned = created = 0
     while True:
         with transaction.atomic():
-            rows = Trace.objects.filter(cluster__isnull=True).order_by("observation_id")
+            rows = Trace.objects.filter(
+                cluster__isnull=True, observation__embedding__isnull=False
+            ).order_by("observation_id")
             if owner is not None:
                 rows = rows.filter(owner=owner)
             claimed = list(
@@ -321,7 +323,6 @@ def _assign(traces: list[Trace]) -> tuple[int, int]:
             cluster.size += 1
             norm = float(np.linalg.norm(sums[best])) or 1.0
             centroids[best] = sums[best] / norm
-            trace.similarity = similarity
             trace.cluster = cluster
             touched.add(best)
         for index in touched:
@@ -330,7 +331,13 @@ def _assign(traces: list[Trace]) -> tuple[int, int]:
             cluster.cohesion = maths.cohesion_from_sum(sums[index], cluster.size)
             cluster.updated_at = now
             cluster.save()
-        Trace.objects.bulk_update(members, ["cluster", "similarity"])
+        # One UPDATE per cluster (a CASE over thousands of rows is slow).
+        by_cluster: dict[int, list[int]] = defaultdict(list)
+        for trace in members:
+            if trace.cluster is not None:
+                by_cluster[trace.cluster.pk].append(trace.pk)
+        for cluster_id, ids in by_cluster.items():
+            Trace.objects.filter(pk__in=ids).update(cluster_id=cluster_id)
     return len(traces), created
 
 
@@ -868,6 +875,26 @@ def output_decide(
 ) -> maths.OutputDecision:
     """none / rule / skill / rule_with_skill from the characteristics (the LLM classifies, the
     regexes otherwise), tool diversity and K; refined by the LLM when its confidence is < 0.7."""
+    if (
+        synthesis.confidence < maths.OUTPUT_MIN_CONFIDENCE
+        or synthesis.exemplars < maths.OUTPUT_MIN_EXEMPLARS
+    ):
+        # Nothing to classify: DESIGN's first rule decides, whatever the text says.
+        decision = maths.output_type(
+            confidence=synthesis.confidence,
+            exemplars=synthesis.exemplars,
+            imperative=False,
+            procedural=False,
+            diversity=0,
+            k=0.0,
+        )
+        Synthesis.objects.filter(pk=synthesis.pk).update(
+            output_type=decision.output_type,
+            decision_confidence=decision.confidence,
+            decision_reason=decision.reason,
+        )
+        synthesis.refresh_from_db()
+        return decision
     full = instruction_text(synthesis, thesis)
     text = synthesis.statement + (
         f" Except when {synthesis.condition}." if synthesis.condition else ""

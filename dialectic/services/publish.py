@@ -104,7 +104,12 @@ def lesson_of(
     synthesis: Synthesis, *, scores: Mapping[str, tuple[float, float]] | None = None
 ) -> render.Lesson:
     thesis = synthesis.thesis
-    traces = list(Trace.objects.filter(cluster_id=thesis.cluster_id).order_by("observation_id"))
+    traces = list(
+        Trace.objects.filter(cluster_id=thesis.cluster_id)
+        .select_related("observation")
+        .defer("observation__embedding", "observation__tool_output")
+        .order_by("observation_id")
+    )
     examples = examples_of(traces)
     tools = list(dict.fromkeys(thesis.expected_sequence))
     scores = scores or {tool: maths.step_scores(tool) for tool in tools}

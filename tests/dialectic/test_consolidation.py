@@ -230,3 +230,22 @@ def _first_synthesis(owner: Any) -> Synthesis:
     synthesis = Synthesis.objects.order_by("pk").first()
     assert synthesis is not None
     return synthesis
+
+
+def test_engram_consolidate_prints_what_each_stage_produced(owner: Any) -> None:
+    import io
+
+    from django.core.management import call_command
+
+    plant(owner, habit=6, exceptions=6)
+    out = io.StringIO()
+    call_command("engram_consolidate", stdout=out)
+    text = out.getvalue()
+    assert "observations embedded:   60" in text
+    found = next(line for line in text.splitlines() if line.startswith("antitheses found:"))
+    assert int(found.split(":")[1]) >= 12
+    assert "sent to review)" in text and "Q=" in text
+    again = io.StringIO()
+    call_command("engram_consolidate", "--user", owner.username, stdout=again)
+    assert "observations embedded:   0" in again.getvalue()
+    assert "syntheses written:       0" in again.getvalue()

@@ -257,3 +257,28 @@ def test_engram_hook_stays_silent_when_the_server_is_down(tmp_path: Path) -> Non
     assert out.getvalue() == ""
     assert not (tmp_path / ".claude").exists()
     assert os.listdir(tmp_path) == []
+
+
+def test_a_scope_limited_token_must_name_its_scope(owner: Any) -> None:
+    published(owner)
+    _, raw = ApiToken.issue(owner=owner, name="narrow", scopes=["project:shop"])
+    client = Client(headers={"Authorization": f"Bearer {raw}"})
+    for url in ("/api/v1/artifacts", "/api/v1/dialectic/theses"):
+        response = client.get(url)
+        assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+        assert response.json()["details"]["field"] == "scope"
+    assert client.get("/api/v1/dialectic/theses?scope=project:shop").json()["total"] > 0
+
+
+def test_clusters_theses_and_syntheses_over_rest(owner: Any, api: Client) -> None:
+    published(owner)
+    clusters = api.get("/api/v1/dialectic/clusters?limit=2").json()
+    assert len(clusters["items"]) == 2 and clusters["total"] > 2
+    theses = api.get("/api/v1/dialectic/theses").json()["items"]
+    top = next(t for t in theses if t["expected_sequence"][-1] == "Read")
+    detail = api.get(f"/api/v1/dialectic/theses/{top['id']}").json()
+    assert detail["antitheses_list"] and detail["evidence"]
+    assert detail["syntheses"][0]["q"] > 0.6
+    syntheses = api.get("/api/v1/dialectic/syntheses").json()["items"]
+    assert {"q", "coverage", "consistency", "parsimony", "output_type"} <= set(syntheses[0])
+    assert api.get("/api/v1/dialectic/theses/999999").status_code == HTTPStatus.NOT_FOUND
