@@ -126,7 +126,7 @@ IMPORT_TEXT = st.one_of(
             "[[engrams]]\nstatement = 3\n",
             '{"memories": [{"memory": null}]}',
             "a: &a [*a, *a, *a]",
-            "engrams:\n" + "  - statement: x\n" * 20000,
+            "engrams:\n" + "  - statement: x\n" * 3000,
         ]
     ),
 )
