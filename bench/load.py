@@ -497,7 +497,7 @@ def sweep() -> dict[str, int]:
         step = pending_sweep(grace=timedelta(0))
         for key, value in step.items():
             done[key] += value
-        if not step["sessions_found"] and not step["signals_found"]:
+        if not step["sessions_attributed"] and not step["signals_processed"]:
             return dict(done)
 
 

@@ -227,6 +227,76 @@ def test_another_owner_reads_and_writes_nothing_of_alice_on_any_route(
     assert _state("alice") == before
 
 
+def _mcp_sweep(token: ApiToken, ids: list[str], words: list[str]) -> int:
+    """Every MCP tool of the token's server (other apps' tools included), with the protected
+    side's identifiers in every id-like argument."""
+    import threading
+
+    import anyio
+
+    from memory.integrations import mcp
+
+    server = mcp.build_server(token)
+    found: list[Any] = []
+    leaks: list[tuple[str, str, str]] = []
+
+    def run() -> None:
+        # An event loop of its own thread: an earlier test may have left one running here.
+        try:
+            sweep()
+        finally:
+            from django.db import connections
+
+            connections.close_all()
+
+    def sweep() -> None:
+        tools = anyio.run(server.list_tools)
+        for tool in tools:
+            schema = dict(tool.input_schema or {})
+            schema.setdefault("type", "object")
+            for target in ids:
+                args = (
+                    _body(
+                        {"requestBody": {"content": {"application/json": {"schema": schema}}}},
+                        {"components": {"schemas": schema.get("$defs", {})}},
+                        target,
+                    )
+                    or {}
+                )
+                try:
+                    result = anyio.run(server.call_tool, tool.name, args)
+                    text = json.dumps(result.model_dump(), default=str).lower()
+                except Exception as exc:  # a refusal (ToolError) is an answer too
+                    text = str(exc).lower()
+                found.append(tool.name)
+                leaks.extend((tool.name, target, w) for w in words if w in text)
+
+    from django.db import connections
+
+    # Tools run in the event loop's worker threads; with no connection reuse, each closes its
+    # database connection after the call (as a stdio server's process would at exit).
+    previous = connections.settings["default"].get("CONN_MAX_AGE", 0)
+    connections.settings["default"]["CONN_MAX_AGE"] = 0
+    try:
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join(300)
+    finally:
+        connections.settings["default"]["CONN_MAX_AGE"] = previous
+    assert leaks == []
+    return len(found)
+
+
+def test_another_owner_reads_and_writes_nothing_of_alice_over_mcp(
+    alice_data: dict[str, list[str]], other_owner: Any
+) -> None:
+    before = _state("alice")
+    bob, _ = ApiToken.issue(owner=other_owner, name="bob-mcp")
+    calls = _mcp_sweep(bob, alice_data["ids"], [SECRET, HIDDEN])
+    assert calls > 100
+    assert _state("alice") == before
+
+
 def test_a_scope_limited_token_sees_nothing_outside_its_scopes(
     alice_data: dict[str, list[str]], owner: Any
 ) -> None:

@@ -12,7 +12,7 @@ from http import HTTPStatus
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import InterfaceError
+from django.db import InterfaceError, connection
 from django.db import OperationalError as DatabaseOperationalError
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -141,15 +141,18 @@ class ApiGuardMiddleware:
             # The database is down or restarting: say so at once (a hook gives up, the agent
             # goes on); the next request reconnects (CONN_HEALTH_CHECKS), no restart needed.
             text = str(exception).lower()
-            if "full" in text or "readonly" in text or "read-only" in text:
-                # The embedded default's data directory: someone has to make room.
+            details: dict[str, object] = {"retry_after_seconds": DB_RETRY_AFTER_SECONDS}
+            if connection.vendor == "sqlite" or "full" in text or "read-only" in text:
+                # The embedded default's data directory (disk full, read-only, gone): someone
+                # has to act, so it is an error in the log and the answer says what it is.
                 logger.error(
-                    "Database cannot write on %s %s: %s", request.method, request.path, exception
+                    "Database cannot be used on %s %s: %s", request.method, request.path, exception
                 )
                 message = (
-                    "The database cannot write: its disk is full or its data directory is "
-                    "read-only. The request did not complete."
+                    "The database cannot be written: its disk may be full, or its data "
+                    "directory read-only or missing. The request did not complete."
                 )
+                details["reason"] = str(exception)[:200]
             else:
                 logger.warning(
                     "Database unavailable on %s %s: %s", request.method, request.path, exception
@@ -162,7 +165,7 @@ class ApiGuardMiddleware:
                 HTTPStatus.SERVICE_UNAVAILABLE,
                 "database_unavailable",
                 message,
-                {"retry_after_seconds": DB_RETRY_AFTER_SECONDS},
+                details,
             )
             response["Retry-After"] = str(DB_RETRY_AFTER_SECONDS)
             return response

@@ -40,8 +40,13 @@ def pending_sweep(
         .values_list("pk", flat=True)[:limit]
     )
     attributed = 0
+    failed = 0
     for pk in sessions:
-        outcomes_attribute(session_pk=pk)
+        try:
+            outcomes_attribute(session_pk=pk)
+        except Exception:  # one bad item must not stop the sweep of the others
+            logger.exception("sweep: attributing session %s failed", pk)
+            failed += 1
         attributed += int(AgentSession.objects.filter(pk=pk, attributed_at__isnull=False).exists())
     signals = list(
         LearningSignal.objects.filter(state=LearningSignal.State.PENDING, created_at__lte=cutoff)
@@ -49,7 +54,11 @@ def pending_sweep(
         .values_list("pk", flat=True)[:limit]
     )
     for pk in signals:
-        signal_extract(signal_pk=pk)
+        try:
+            signal_extract(signal_pk=pk)
+        except Exception:
+            logger.exception("sweep: extracting learning signal %s failed", pk)
+            failed += 1
     extracted = (
         LearningSignal.objects.filter(pk__in=signals)
         .exclude(state=LearningSignal.State.PENDING)
@@ -69,4 +78,5 @@ def pending_sweep(
         "sessions_attributed": attributed,
         "signals_found": len(signals),
         "signals_processed": extracted,
+        "failed": failed,
     }

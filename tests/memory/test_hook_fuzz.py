@@ -110,3 +110,78 @@ def test_fuzzed_hook_payloads_never_fail_the_server(api: Client, payload: dict[s
 )
 def test_bodies_that_are_not_hook_payloads_get_a_clear_4xx(api: Client, body: bytes) -> None:
     check(api, body)
+
+
+IMPORT_TEXT = st.one_of(
+    st.text(max_size=300),
+    st.builds(
+        lambda items: "engrams:\n" + "".join(f"  - {item}\n" for item in items),
+        st.lists(st.one_of(st.text(max_size=40), st.sampled_from(BROKEN_TEXT)), max_size=5),
+    ),
+    st.builds(lambda value: json.dumps(value), st.recursive(WRONG, lambda i: st.lists(i))),
+    st.sampled_from(
+        [
+            "engrams:\n  - statement: [unclosed",
+            "engrams: !!python/object/apply:os.system ['true']",
+            "[[engrams]]\nstatement = 3\n",
+            '{"memories": [{"memory": null}]}',
+            "a: &a [*a, *a, *a]",
+            "engrams:\n" + "  - statement: x\n" * 3000,
+        ]
+    ),
+)
+
+
+@settings(
+    max_examples=EXAMPLES // 2,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    text=IMPORT_TEXT,
+    fmt=st.sampled_from(["", "plur-yaml", "datacore-yaml", "toejough-toml", "mem0-json", "x"]),
+)
+def test_fuzzed_import_files_never_fail_the_server(api: Client, text: str, fmt: str) -> None:
+    before = counts()
+    query = f"?format={fmt}" if fmt else ""
+    response = api.post(
+        "/api/v1/import" + query, text.encode("utf-8", "surrogatepass"), content_type="text/plain"
+    )
+    assert response.status_code < 500, (response.status_code, text[:300])
+    if response.status_code >= 400:
+        assert set(response.json()) >= {"code", "message"}
+        assert counts() == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "found by this fuzzer, in memory/services/learning.py (being changed by the session "
+        "learning work, left to it): a NUL byte in a transcript line fails _delta_signal "
+        "(PostgreSQL DataError) and a lone surrogate fails _digest (UnicodeEncodeError)"
+    ),
+)
+@settings(
+    max_examples=EXAMPLES // 4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(lines=st.lists(st.one_of(st.binary(max_size=200), st.sampled_from([
+    b"{", b"null", b"[]", b'{"type": "user", "message": 3}',
+    b'{"type": "assistant", "message": {"content": [{"type": "tool_use", "input": null}]}}',
+    b'{"type": "user", "message": {"content": "\\ud800"}}', b"\xff\xfe\x00",
+])), max_size=20))  # fmt: skip
+def test_malformed_transcripts_are_read_without_failing(
+    api: Client, owner: Any, tmp_path_factory: Any, lines: list[bytes]
+) -> None:
+    from memory.services.learning import session_capture
+
+    path = tmp_path_factory.mktemp("transcript") / "t.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    sid = f"S-fuzz-{abs(hash(tuple(lines)))}"
+    body = {"hook_event_name": "Stop", "session_id": sid, "transcript_path": str(path)}
+    start = {"hook_event_name": "SessionStart", "session_id": sid, "cwd": "/w/app"}
+    assert api.post(URL, start, content_type="application/json").status_code == 200
+    assert api.post(URL, body, content_type="application/json").status_code == 200
+    session = AgentSession.objects.get(owner=owner, session_id=sid)
+    session_capture(session_pk=session.pk)  # never raises on a malformed transcript
