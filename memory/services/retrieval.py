@@ -460,9 +460,11 @@ def recall(
 ) -> list[RecallResult]:
     """Engrams ranked for `query` with per-result score components; read-only without a session.
 
-    Ranked by the injection score without its abstention floor: relevance (fused RRF score over
-    its maximum, times match evidence) · (0.5 + 0.5·RS_eff) · f_fb · f_emo · consolidation, so
-    recall orders as inject would; variants of one rule in one scope (another value or the
+    Ranked as inject ranks, without its abstention floor: relevance (fused RRF score over its
+    maximum, times match evidence) first, the activation prior (0.5 + 0.5·RS_eff) · f_fb · f_emo
+    · consolidation as a tie-breaker against the best prior among the candidates (at most
+    `ranking.PRIOR_SPAN` off), a `ranking.RECENT_BONUS` lead for what was stated within the last
+    day; variants of one rule in one scope (another value or the
     opposite direction, `textnorm.variant_key`) trade places so that the newest leads. With a
     session, each result counts as one access: frequency + 1, last_accessed, re-anchor at
     RS_eff (no bump); Injection bucket "recall".
@@ -622,7 +624,8 @@ def inject(
     """Engrams for one prompt, in buckets within the token budget, rendered as markdown.
 
     Active engrams of `scope` and global (and imported lessons on trial, for the consider
-    bucket only): scored s = relevance·(0.5 + 0.5·RS_eff)·f_fb·f_emo (·1.1 if consolidated),
+    bucket only): scored as recall scores them (`ranking.ranked_score`: relevance first, the
+    prior (0.5 + 0.5·RS_eff)·f_fb·f_emo (·1.1 if consolidated) only as a tie-breaker),
     variants of one rule newest first, diversity-filtered, ≤ 10 constraints + directives, ≤ 5
     consider (≤ 200 tokens, fading ones only here), ≤ 3 spread by one-hop associations (≤ 480
     tokens), 2,000 tokens by default. Nothing relevant: empty result. With a session, every surfaced
