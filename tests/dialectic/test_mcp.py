@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
@@ -22,7 +23,10 @@ def call(server: Any, name: str, arguments: dict[str, Any]) -> Any:
     async def run() -> Any:
         return await server.call_tool(name, arguments)
 
-    return anyio.run(run)
+    # In a thread of its own: an earlier test (Playwright) may leave an event loop running in
+    # this one.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(anyio.run, run).result()
 
 
 def data(result: Any) -> dict[str, Any]:
