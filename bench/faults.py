@@ -349,7 +349,7 @@ def disk_full(options: argparse.Namespace) -> bool:
             integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
     finally:
         filler.unlink(missing_ok=True)
-        subprocess.run(["umount", str(mount)], check=False)
+        subprocess.run(["umount", "--lazy", str(mount)], check=False)
         shutil.rmtree(mount, ignore_errors=True)
     other = [e for e in ledger.errors if " 503 " not in e]
     clear = all("disk may be full" in e for e in ledger.errors)

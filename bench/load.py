@@ -156,7 +156,10 @@ def recreate_postgres(url: str) -> None:
 
 
 def server_env(args: argparse.Namespace, data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "ENGRAM_"))}
+    keep = {"ENGRAM_BROKER_POLL_SECONDS"}  # a server setting under test, passed through
+    env = {
+        k: v for k, v in os.environ.items() if k in keep or not k.startswith(("CELERY_", "ENGRAM_"))
+    }
     env.update(
         {
             "SECRET_KEY": SECRET,
