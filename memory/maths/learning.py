@@ -1200,10 +1200,22 @@ def _json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
+def _clean(value: Any) -> Any:
+    """JSON with every string a database column takes: JSON escapes may spell a NUL (PostgreSQL
+    refuses it) or a lone surrogate (UTF-8 cannot encode it)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
 def parse_line(line: str | bytes) -> list[Entry]:
     """The entries of one JSONL line of a Claude Code transcript ([] for anything else)."""
     try:
-        row = json.loads(line)
+        row = _clean(json.loads(line))
     except ValueError:
         return []
     if not isinstance(row, dict):

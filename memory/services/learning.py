@@ -85,7 +85,13 @@ EXTRACT_SCHEMA: dict[str, Any] = {
 
 
 def _digest(text: str) -> str:
-    return hashlib.sha256(textnorm.normalise(text).encode()).hexdigest()
+    return hashlib.sha256(textnorm.normalise(text).encode("utf-8", "replace")).hexdigest()
+
+
+def _storable(text: str) -> str:
+    """Text a database column takes: no NUL (PostgreSQL refuses it), no lone surrogate (a JSON
+    escape like "\\ud800" decodes to one, and UTF-8 cannot encode it)."""
+    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
 
 
 def review_all(owner: Any) -> bool:
@@ -155,7 +161,7 @@ def _delta_signal(
         if not moved:
             return None
         session.transcript_offset = end
-        raw = b"\n".join(lines).decode("utf-8", errors="replace")
+        raw = _storable(b"\n".join(lines).decode("utf-8", errors="replace"))
         if not raw.strip():
             return None
         text, found = scanner.redact_secrets(raw)
@@ -204,7 +210,7 @@ def _attached_delta(
     for line in lines:
         if not isinstance(line, str):
             return None
-        data = line.rstrip("\n").encode()
+        data = line.rstrip("\n").encode("utf-8", "replace")
         end = position + len(data) + 1
         if end > current:
             if position < current:

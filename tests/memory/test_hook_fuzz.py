@@ -153,14 +153,6 @@ def test_fuzzed_import_files_never_fail_the_server(api: Client, text: str, fmt: 
         assert counts() == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "found by this fuzzer, in memory/services/learning.py (being changed by the session "
-        "learning work, left to it): a NUL byte in a transcript line fails _delta_signal "
-        "(PostgreSQL DataError) and a lone surrogate fails _digest (UnicodeEncodeError)"
-    ),
-)
 @settings(
     max_examples=EXAMPLES // 4,
     deadline=None,

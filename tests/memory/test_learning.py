@@ -401,3 +401,22 @@ def test_the_settings_page_turns_review_all_on(logged_in: Client, owner: Any) ->
     assert learning.review_all(owner)
     logged_in.post("/settings/learning/", {})
     assert not learning.review_all(owner)
+
+
+def test_a_transcript_with_escaped_nul_and_surrogates_is_learned_from_cleanly(
+    api: Client, tmp_path: Path
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        line("user", "Always use\\u0000 pnpm in this repo \\ud800.").replace("\\\\u", "\\u")
+    )
+    hook(api, "SessionStart", "s9")
+    hook(api, "Stop", "s9", transcript_path=str(path))
+    session = AgentSession.objects.get(session_id="s9")
+    learning.session_capture(session_pk=session.pk)
+    extract_all()
+    assert LearningSignal.objects.filter(kind="transcript").exists()
+    assert Engram.objects.filter(statement__contains="pnpm").exists()
+    for statement in Engram.objects.values_list("statement", flat=True):
+        assert "\x00" not in statement
+        statement.encode("utf-8")

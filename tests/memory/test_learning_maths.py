@@ -330,3 +330,13 @@ def test_close_embeddings_of_two_naming_slots_are_not_an_update() -> None:
     assert not L.is_update(new, old, cosine=0.9, new_polarity="do", old_polarity="do")
     same = "End all function names with '_x'."
     assert L.is_update(same, new, cosine=0.9, new_polarity="do", old_polarity="do")
+
+
+def test_a_transcript_line_never_yields_a_nul_or_a_lone_surrogate() -> None:
+    line = (
+        '{"type": "user", "message": {"role": "user", "content": '
+        '"Always use pnpm\\u0000 here \\ud800 please"}}'
+    )
+    (entry,) = L.parse_line(line)
+    assert entry.text == "Always use pnpm here ? please"
+    entry.text.encode("utf-8")  # storable as it is
