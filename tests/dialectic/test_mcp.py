@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import anyio
@@ -19,10 +20,25 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def call(server: Any, name: str, arguments: dict[str, Any]) -> Any:
+    """Call a tool from a fresh thread: it has no running event loop, whatever an earlier test
+    (Playwright's sync API keeps one in the main thread) left behind."""
+    outcome: dict[str, Any] = {}
+
     async def run() -> Any:
         return await server.call_tool(name, arguments)
 
-    return anyio.run(run)
+    def worker() -> None:
+        try:
+            outcome["result"] = anyio.run(run)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 def data(result: Any) -> dict[str, Any]:
