@@ -250,6 +250,7 @@ class SynthesisOut(Schema):
     antithesis_weight: float
     confidence: float
     exemplars: int
+    support_share: float
     projects: list[str]
     output_type: str
     decision_confidence: float

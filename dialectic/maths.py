@@ -34,6 +34,10 @@ REFINE_BELOW = 0.7  # the second-level (LLM) refinement runs below this decision
 PUBLISH_MIN_CONFIDENCE = 0.7
 PUBLISH_MIN_EXEMPLARS = 3
 USER_SCOPE_MIN_PROJECTS = 3
+# Not in DESIGN (a decision): a synthesis publishes only while its habit is what is done most of
+# the time; "T, except when C" where C covers most of the evidence is not a habit with an
+# exception but noise with a pattern found in it.
+PUBLISH_MIN_SUPPORT_SHARE = 0.5
 INTELLIGENCE_PLACEMENT = 0.6  # an intelligence point where D/(D+I) > 0.6
 SESSION_WINDOW = 5  # the tool sequence of an observation: the 5 calls ending with it
 

@@ -168,6 +168,8 @@ class Synthesis(models.Model):
     antithesis_weight = models.FloatField(default=0.0)
     confidence = models.FloatField(default=0.0)  # conf(T) when written
     exemplars = models.PositiveIntegerField(default=0)
+    # Of the habit's evidence, the share that follows it (supporting / supporting + antitheses).
+    support_share = models.FloatField(default=1.0)
     projects = models.JSONField(default=list)
     output_type = models.CharField(
         max_length=16, choices=OutputType.choices, default=OutputType.NONE

@@ -265,9 +265,10 @@ def main(argv):
         if step["deterministic"]:
             result = run_step(step, paths, context, run)
         else:
+            hint = " (e.g. %s)" % step["example"] if step["example"] else ""
             result = engram_runtime.intelligence(
-                "Step %d of: %s\\nDecide what to do for the %s step (e.g. %s)."
-                % (number, STATEMENT, step["tool"], step["example"]),
+                "Step %d of: %s\\nDecide what to do for the %s step%s."
+                % (number, STATEMENT, step["tool"], hint),
                 "\\n\\n".join(context)[-6000:],
             )
         context.append("[%d %s]\\n%s" % (number, step["tool"], result))

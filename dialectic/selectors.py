@@ -116,6 +116,7 @@ def synthesis_dict(synthesis: Any) -> dict[str, Any]:
         "antithesis_weight": round(synthesis.antithesis_weight, 4),
         "confidence": round(synthesis.confidence, 4),
         "exemplars": synthesis.exemplars,
+        "support_share": round(synthesis.support_share, 4),
         "projects": list(synthesis.projects),
         "output_type": synthesis.output_type,
         "decision_confidence": round(synthesis.decision_confidence, 4),

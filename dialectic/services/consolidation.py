@@ -808,6 +808,7 @@ def syntheses_make(
                     "antithesis_weight": weight,
                     "confidence": confidence,
                     "exemplars": len(support),
+                    "support_share": len(support) / max(1, len(support) + len(against)),
                     "projects": projects,
                     "producer": draft.producer,
                     "state": Synthesis.State.HELD

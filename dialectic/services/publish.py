@@ -31,10 +31,12 @@ KINDS_OF = {
 
 
 def publishable(synthesis: Synthesis) -> bool:
-    """The publication gates: conf >= 0.7, >= 3 exemplars, an output type other than none."""
+    """The publication gates: conf >= 0.7, >= 3 exemplars, an output type other than none, and
+    the habit followed in at least half of its evidence."""
     return (
         synthesis.confidence >= maths.PUBLISH_MIN_CONFIDENCE
         and synthesis.exemplars >= maths.PUBLISH_MIN_EXEMPLARS
+        and synthesis.support_share >= maths.PUBLISH_MIN_SUPPORT_SHARE
         and synthesis.output_type != Synthesis.OutputType.NONE
         and synthesis.state != Synthesis.State.REJECTED_Q
     )
@@ -234,6 +236,7 @@ def synthesis_propose(*, synthesis: Synthesis, now: datetime | None = None) -> b
                     "parsimony": round(synthesis.parsimony, 4),
                     "confidence": round(synthesis.confidence, 4),
                     "exemplars": synthesis.exemplars,
+                    "support_share": round(synthesis.support_share, 4),
                     "antithesis_weight": round(synthesis.antithesis_weight, 4),
                     "producer": synthesis.producer,
                 },

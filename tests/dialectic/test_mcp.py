@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from typing import Any
 
 import anyio
@@ -20,13 +20,25 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def call(server: Any, name: str, arguments: dict[str, Any]) -> Any:
+    """Call a tool from a fresh thread: it has no running event loop, whatever an earlier test
+    (Playwright's sync API keeps one in the main thread) left behind."""
+    outcome: dict[str, Any] = {}
+
     async def run() -> Any:
         return await server.call_tool(name, arguments)
 
-    # In a thread of its own: an earlier test (Playwright) may leave an event loop running in
-    # this one.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(anyio.run, run).result()
+    def worker() -> None:
+        try:
+            outcome["result"] = anyio.run(run)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 def data(result: Any) -> dict[str, Any]:

@@ -76,6 +76,8 @@ def test_publication_needs_confidence_07_and_3_exemplars(owner: Any) -> None:
     assert not publish.publishable(synthesis)
     synthesis.confidence, synthesis.exemplars = 0.9, 2
     assert not publish.publishable(synthesis)
+    synthesis.exemplars, synthesis.support_share = 5, 0.49  # the "habit" is the exception
+    assert not publish.publishable(synthesis)
 
 
 def test_a_content_change_bumps_the_version_and_the_same_content_does_not(owner: Any) -> None:
