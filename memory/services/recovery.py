@@ -8,13 +8,14 @@ the work once: the claim inside each service decides who does it.
 from __future__ import annotations
 
 import logging
+import os
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
 
 from memory.models import AgentSession, LearningSignal
-from memory.services.learning import signal_extract
+from memory.services.learning import session_capture, signal_extract
 from memory.services.sessions import outcomes_attribute
 
 logger = logging.getLogger(__name__)
@@ -23,15 +24,47 @@ logger = logging.getLogger(__name__)
 SWEEP_GRACE = timedelta(minutes=2)
 # At most this many items of each kind per sweep; the next sweep takes the rest.
 SWEEP_LIMIT = 200
+# Transcripts of sessions that ended within this window are read again when they grew past
+# the session's offset (their capture task was lost); older ones are left alone.
+CAPTURE_WINDOW = timedelta(days=1)
+
+
+def _unread_transcripts(now: datetime, cutoff: datetime, limit: int) -> list[int]:
+    """Ended sessions whose transcript this server can read and has lines past the offset."""
+    rows = (
+        AgentSession.objects.filter(ended_at__gte=now - CAPTURE_WINDOW, ended_at__lte=cutoff)
+        .exclude(transcript_path="")
+        .order_by("ended_at")
+        .values_list("pk", "transcript_path", "transcript_offset")[: limit * 5]
+    )
+    found = []
+    for pk, path, offset in rows:
+        try:
+            if os.path.isabs(path) and os.path.getsize(path) > offset:
+                found.append(pk)
+        except OSError:
+            continue
+        if len(found) >= limit:
+            break
+    return found
 
 
 def pending_sweep(
     *, now: datetime | None = None, grace: timedelta = SWEEP_GRACE, limit: int = SWEEP_LIMIT
 ) -> dict[str, Any]:
-    """Run what was left undone: outcome attribution of ended sessions, extraction of pending
-    learning signals. Returns how many of each were found and done."""
+    """Run what was left undone: transcript capture of ended sessions, outcome attribution of
+    ended sessions, extraction of pending learning signals. Returns how many of each were found
+    and done."""
     now = now or timezone.now()
     cutoff = now - grace
+    transcripts = _unread_transcripts(now, cutoff, limit)
+    failed = 0
+    for pk in transcripts:
+        try:
+            session_capture(session_pk=pk, now=now)
+        except Exception:  # one bad item must not stop the sweep of the others
+            logger.exception("sweep: capturing the transcript of session %s failed", pk)
+            failed += 1
     sessions = list(
         AgentSession.objects.filter(
             ended_at__isnull=False, ended_at__lte=cutoff, attributed_at__isnull=True
@@ -40,7 +73,6 @@ def pending_sweep(
         .values_list("pk", flat=True)[:limit]
     )
     attributed = 0
-    failed = 0
     for pk in sessions:
         try:
             outcomes_attribute(session_pk=pk)
@@ -64,16 +96,18 @@ def pending_sweep(
         .exclude(state=LearningSignal.State.PENDING)
         .count()
     )
-    if sessions or signals:
+    if transcripts or sessions or signals:
         logger.warning(
-            "sweep: %d ended session(s) were unattributed (%d now attributed), %d learning "
-            "signal(s) were pending (%d now processed)",
+            "sweep: %d transcript(s) had unread lines, %d ended session(s) were unattributed "
+            "(%d now attributed), %d learning signal(s) were pending (%d now processed)",
+            len(transcripts),
             len(sessions),
             attributed,
             len(signals),
             extracted,
         )
     return {
+        "transcripts_read": len(transcripts),
         "sessions_found": len(sessions),
         "sessions_attributed": attributed,
         "signals_found": len(signals),

@@ -261,3 +261,28 @@ def test_two_sessions_ending_at_once_over_the_same_engrams_both_end(owner: Any) 
     edges = Association.objects.filter(type=Association.Type.CO_ACCESSED)
     assert edges.count() == 2  # one each way, strengthened by the second end
     assert all(edge.strength > 0.3 for edge in edges)
+
+
+@pytest.mark.django_db
+def test_the_sweep_reads_a_transcript_whose_capture_was_lost(
+    api: Client, owner: Any, tmp_path: Any
+) -> None:
+    import json
+
+    path = tmp_path / "t.jsonl"
+    line = {"type": "user", "message": {"role": "user", "content": LESSON}}
+    path.write_text(json.dumps(line) + "\n")
+    hook(api, "SessionStart")
+    # The capture task queued at Stop never runs (as with a dead broker or a killed worker).
+    session = AgentSession.objects.get(owner=owner)
+    AgentSession.objects.filter(pk=session.pk).update(
+        transcript_path=str(path), ended_at=timezone.now() - timedelta(minutes=10)
+    )
+    assert not LearningSignal.objects.filter(kind="transcript").exists()
+    first = pending_sweep()
+    assert first["transcripts_read"] == 1
+    assert LearningSignal.objects.filter(kind="transcript").count() == 1
+    assert Engram.objects.filter(owner=owner, statement__icontains="migrations check").exists()
+    again = pending_sweep()
+    assert again["transcripts_read"] == 0
+    assert LearningSignal.objects.filter(kind="transcript").count() == 1
