@@ -484,7 +484,8 @@ def recall(
     · consolidation as a tie-breaker against the best prior among the candidates (at most
     `ranking.PRIOR_SPAN` off), a `ranking.RECENT_BONUS` lead for what was stated within the last
     day; variants of one rule in one scope (another value or the
-    opposite direction, `textnorm.variant_key`) trade places so that the newest leads. With a
+    opposite direction, `textnorm.variant_key`), and candidates in one scope that an open
+    contradiction review pairs, trade places so that the newest leads. With a
     session, each result counts as one access: frequency + 1, last_accessed, re-anchor at
     RS_eff (no bump); Injection bucket "recall".
     """
@@ -646,7 +647,7 @@ def inject(
     Active engrams of `scope` and global (and imported lessons on trial, for the consider
     bucket only): scored as recall scores them (`ranking.ranked_score`: relevance first, the
     prior (0.5 + 0.5·RS_eff)·f_fb·f_emo (·1.1 if consolidated) only as a tie-breaker),
-    variants of one rule newest first, diversity-filtered, ≤ 10 constraints + directives, ≤ 5
+    variants of one rule (and open contradiction pairs) newest first, diversity-filtered, ≤ 10 constraints + directives, ≤ 5
     consider (≤ 200 tokens, fading ones only here), ≤ 3 spread by one-hop associations (≤ 480
     tokens), 2,000 tokens by default. Nothing relevant: empty result. With a session, every surfaced
     engram is recorded and accessed (frequency, injections, surfaced for main buckets,
