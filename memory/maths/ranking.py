@@ -7,7 +7,7 @@ Pure Python and numpy, no Django: callers read rows, build frozen `Candidate`s a
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -519,20 +519,47 @@ class Variant:
 
 
 def newest_variant_first(
-    ranked: Sequence[Variant], *, older_factor: float = OLDER_VARIANT_FACTOR
+    ranked: Sequence[Variant],
+    *,
+    older_factor: float = OLDER_VARIANT_FACTOR,
+    contradicted: Iterable[tuple[str, str]] = (),
 ) -> list[tuple[str, float]]:
     """Re-rank variants of one rule (same scope and variant key) so the newest leads.
 
     `ranked` is in rank order. Within each group the newest member takes the group's best
     position and score; the older members take the remaining positions' scores times
     `older_factor`, as they are most likely superseded, and the list is re-sorted (stable, so
-    ties keep their order). Nothing is dropped: variants may also hold together (two
-    decorators). Returns (id, score) in the new order.
+    ties keep their order). `contradicted` holds (id, id) pairs known to contradict each other
+    (the write path's contradiction reviews): two such items in one scope are grouped as
+    variants are, so the older one is demoted the same way even when its wording gives another
+    variant key. Groups join transitively. Nothing is dropped: variants may also hold together
+    (two decorators). Returns (id, score) in the new order.
     """
-    groups: dict[tuple[str, str], list[int]] = {}
+    parent = list(range(len(ranked)))
+
+    def root(position: int) -> int:
+        while parent[position] != position:
+            parent[position] = parent[parent[position]]
+            position = parent[position]
+        return position
+
+    def join(a: int, b: int) -> None:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    first: dict[tuple[str, str], int] = {}
     for position, item in enumerate(ranked):
         if item.key is not None:
-            groups.setdefault((item.scope, item.key), []).append(position)
+            join(first.setdefault((item.scope, item.key), position), position)
+    position_of = {item.id: position for position, item in enumerate(ranked)}
+    for a, b in contradicted:
+        pa, pb = position_of.get(a), position_of.get(b)
+        if pa is not None and pb is not None and ranked[pa].scope == ranked[pb].scope:
+            join(pa, pb)
+    groups: dict[int, list[int]] = {}
+    for position in range(len(ranked)):
+        groups.setdefault(root(position), []).append(position)
     order = list(range(len(ranked)))
     older: set[int] = set()
     for positions in groups.values():

@@ -104,6 +104,9 @@ _DIRECTION_WORDS = frozenset(
         "enable", "enables", "disable", "disables", "prefer", "prefers",
     }
 )  # fmt: skip
+# A determiner right before a value belongs to the value: "use all UPPERCASE for class names" and
+# "use snake_case for class names" state one rule.
+_VALUE_DETERMINERS = frozenset({"a", "an", "the", "all", "only"})
 VALUE = "<v>"
 DIRECTION = "<d>"
 MIN_VARIANT_WORDS = 2
@@ -117,7 +120,8 @@ def variant_key(statement: str) -> str | None:
     the first word; direction words are always/never, do/don't, use/avoid, enable/disable, … Two
     statements with one key say the same rule with another value or the opposite direction
     ("start attribute names with 'j_'" / "… with 'q_'", "never use a linter" / "always use a
-    linter"), so the newer one is most likely the current version.
+    linter"), so the newer one is most likely the current version. A determiner (a, the, all,
+    only) right before a value is part of that value ("all UPPERCASE" / "snake_case").
     """
     out: list[str] = []
     plain = 0
@@ -134,6 +138,8 @@ def variant_key(statement: str) -> str | None:
             or _CODE_CHARS.search(token)
             or (position > 0 and any(ch.isupper() for ch in token))
         ):
+            if out and out[-1] in _VALUE_DETERMINERS:
+                out.pop()  # still counted as a plain word: "use the Foo library" keeps its key
             out.append(VALUE)
         else:
             out.append(lowered)

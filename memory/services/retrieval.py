@@ -25,6 +25,7 @@ from memory.models import (
     Association,
     Engram,
     Injection,
+    ReviewItem,
     scope_allowed,
 )
 from memory.search import legs as search
@@ -54,6 +55,8 @@ BUCKET_OF = {
     ranking.RELATED: Injection.Bucket.SPREAD,
 }
 SECONDS_PER_DAY = 86400.0
+# A contradiction settled as "both hold" no longer demotes the older engram.
+BOTH_HOLD = ("both_valid", "keep_both")
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,14 +284,45 @@ def _owner_prefs(owner: Any, now: datetime) -> tuple[int | None, float, bool]:
 
 def _newest_variants_first(
     ranked: Iterable[tuple[str, str, str, datetime, float]],
+    contradicted: Iterable[tuple[str, str]] = (),
 ) -> list[tuple[str, float]]:
     """`ranking.newest_variant_first` over (id, scope, statement, last stated, score), ranked."""
     return ranking.newest_variant_first(
         [
             ranking.Variant(eid, scope, textnorm.variant_key(statement), when.timestamp(), score)
             for eid, scope, statement, when, score in ranked
-        ]
+        ],
+        contradicted=contradicted,
     )
+
+
+def _contradictions(owner: Any, rows: Mapping[int, Any]) -> list[tuple[str, str]]:
+    """Contradiction pairs (engram ids) among the candidates, from the write path's review items.
+
+    One query over the candidates' ids (the review item's engram foreign-key index); a pair
+    someone settled as both holding does not count. A superseded engram whose newer version is
+    also a candidate counts too (read from the row, no query).
+    """
+    pairs = [
+        (row.engram_id, rows[row.superseded_by_id].engram_id)
+        for row in rows.values()
+        if getattr(row, "superseded_by_id", None) in rows
+    ]
+    if len(rows) < 2:
+        return pairs
+    pks = list(rows)
+    found = (
+        ReviewItem.objects.filter(
+            owner=owner,
+            kind=ReviewItem.Kind.CONTRADICTION,
+            engram_id__in=pks,
+            other_id__in=pks,
+        )
+        .exclude(decision__in=BOTH_HOLD)
+        .values_list("engram_id", "other_id")
+    )
+    pairs.extend((rows[a].engram_id, rows[b].engram_id) for a, b in found)
+    return pairs
 
 
 def _access(
@@ -465,7 +499,8 @@ def recall(
     · consolidation as a tie-breaker against the best prior among the candidates (at most
     `ranking.PRIOR_SPAN` off), a `ranking.RECENT_BONUS` lead for what was stated within the last
     day; variants of one rule in one scope (another value or the
-    opposite direction, `textnorm.variant_key`) trade places so that the newest leads. With a
+    opposite direction, `textnorm.variant_key`), and candidates in one scope that an open
+    contradiction review pairs, trade places so that the newest leads. With a
     session, each result counts as one access: frequency + 1, last_accessed, re-anchor at
     RS_eff (no bump); Injection bucket "recall".
     """
@@ -513,7 +548,8 @@ def recall(
     )
     # Variants of one rule (another value, the opposite direction): the newest leads.
     reordered = _newest_variants_first(
-        (r.id, r.engram.scope, r.engram.statement, r.engram.updated_at, r.score) for r in results
+        ((r.id, r.engram.scope, r.engram.statement, r.engram.updated_at, r.score) for r in results),
+        _contradictions(owner, rows),
     )
     by_id = {r.id: r for r in results}
     results = [
@@ -626,7 +662,7 @@ def inject(
     Active engrams of `scope` and global (and imported lessons on trial, for the consider
     bucket only): scored as recall scores them (`ranking.ranked_score`: relevance first, the
     prior (0.5 + 0.5·RS_eff)·f_fb·f_emo (·1.1 if consolidated) only as a tie-breaker),
-    variants of one rule newest first, diversity-filtered, ≤ 10 constraints + directives, ≤ 5
+    variants of one rule (and open contradiction pairs) newest first, diversity-filtered, ≤ 10 constraints + directives, ≤ 5
     consider (≤ 200 tokens, fading ones only here), ≤ 3 spread by one-hop associations (≤ 480
     tokens), 2,000 tokens by default. Nothing relevant: empty result. With a session, every surfaced
     engram is recorded and accessed (frequency, injections, surfaced for main buckets,
@@ -701,8 +737,11 @@ def inject(
     )
     # Variants of one rule (another value, the opposite direction): the newest leads.
     reordered = _newest_variants_first(
-        (c.id, rows[pk_of[c.id]].scope, c.statement, rows[pk_of[c.id]].updated_at, score)
-        for c, score in best
+        (
+            (c.id, rows[pk_of[c.id]].scope, c.statement, rows[pk_of[c.id]].updated_at, score)
+            for c, score in best
+        ),
+        _contradictions(owner, rows),
     )
     candidate_of = {c.id: c for c, _ in best}
     best = [(candidate_of[cid], score) for cid, score in reordered]

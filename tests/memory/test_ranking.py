@@ -500,6 +500,31 @@ def test_a_newest_variant_already_ahead_keeps_its_place_and_the_older_is_halved(
     assert ranking.newest_variant_first(ranked, older_factor=1.0) == [("NEW", 0.9), ("OLD", 0.4)]
 
 
+def test_a_contradicted_older_rule_is_demoted_like_an_older_variant() -> None:
+    ranked = [
+        ranking.Variant("OLD", "global", "use tabs", recency=1.0, score=0.9),
+        ranking.Variant("X", "global", None, recency=3.0, score=0.6),
+        ranking.Variant("NEW", "global", "spaces not tabs", recency=2.0, score=0.5),
+        ranking.Variant("AWAY", "project:p", "tabs here", recency=5.0, score=0.4),
+    ]
+    # No contradiction known: different variant keys keep their own places.
+    assert ranking.newest_variant_first(ranked) == [
+        ("OLD", 0.9),
+        ("X", 0.6),
+        ("NEW", 0.5),
+        ("AWAY", 0.4),
+    ]
+    # Either direction of the pair; the newer one takes the best place, the older is halved.
+    # A pair across scopes, or with an id not among the candidates, changes nothing.
+    pairs = [("OLD", "NEW"), ("AWAY", "OLD"), ("NEW", "GONE")]
+    assert ranking.newest_variant_first(ranked, contradicted=pairs) == [
+        ("NEW", 0.9),
+        ("X", 0.6),
+        ("AWAY", 0.4),
+        ("OLD", 0.25),
+    ]
+
+
 def test_prior_tiebreak_passes_small_gaps_and_caps_large_ones() -> None:
     from memory.maths.ranking import PRIOR_SPAN, prior_tiebreak
 

@@ -37,6 +37,9 @@ REVIEW = "Review dependency updates before merging them"
 DEPS_PROMPT = "dependency versions lock file"
 LOGGING_PROMPT = "How should I set up logging in production?"
 UNRELATED_PROMPT = "What is a good recipe for banana bread with walnuts?"
+OLD_INDENT = "Indent Python code with tabs"
+NEW_INDENT = "Spaces, not tabs, for indentation in Python"
+INDENT_PROMPT = "indent Python code with tabs"
 
 
 def mk(owner: Any, key: str, statement: str, **overrides: Any) -> Engram:
@@ -636,3 +639,47 @@ def test_recall_and_inject_score_an_engram_the_same(owner: Any) -> None:
     for item in surfaced:
         assert item["score"] == pytest.approx(recalled[item["id"]], abs=1e-6), item
     assert rows[0].engram_id in {item["id"] for item in surfaced}
+
+
+@pytest.mark.sqlite
+def test_a_rule_contradicted_by_a_newer_one_ranks_below_it(owner: Any) -> None:
+    # Worded apart (another variant key), the old rule matches the prompt better; only the
+    # contradiction the write path filed between the two says the newer one replaced it.
+    from memory.maths import textnorm
+    from memory.models import ReviewItem
+
+    old = mk(
+        owner,
+        "OLD",
+        OLD_INDENT,
+        learned_at=NOW - timedelta(days=3),
+        updated_at=NOW - timedelta(days=3),
+        feedback_positive=4,
+    )
+    new = mk(
+        owner,
+        "NEW",
+        NEW_INDENT,
+        learned_at=NOW - timedelta(days=2),
+        updated_at=NOW - timedelta(days=2),
+    )
+    assert textnorm.variant_key(OLD_INDENT) != textnorm.variant_key(NEW_INDENT)
+
+    def order() -> tuple[list[str], list[str]]:
+        recalled = [r.id for r in recall(owner=owner, query=INDENT_PROMPT, now=NOW)]
+        injected = inject(owner=owner, prompt=INDENT_PROMPT, now=NOW).ids
+        return recalled[:2], [eid for eid in injected if eid in ("ENG-OLD", "ENG-NEW")]
+
+    assert order() == (["ENG-OLD", "ENG-NEW"], ["ENG-OLD", "ENG-NEW"])
+
+    item = ReviewItem.objects.create(
+        owner=owner, kind=ReviewItem.Kind.CONTRADICTION, engram=new, other=old
+    )
+    assert order() == (["ENG-NEW", "ENG-OLD"], ["ENG-NEW", "ENG-OLD"])
+    by_id = {r.id: r for r in recall(owner=owner, query=INDENT_PROMPT, now=NOW)}
+    assert by_id["ENG-OLD"].score < by_id["ENG-NEW"].score / 2 + 1e-9
+
+    # Someone decided both hold: the old rule keeps its own place again.
+    item.state, item.decision = ReviewItem.State.DONE, "both_valid"
+    item.save()
+    assert order() == (["ENG-OLD", "ENG-NEW"], ["ENG-OLD", "ENG-NEW"])

@@ -132,6 +132,8 @@ def test_it_estimates_tokens_as_characters_over_four_rounded_up(text: str, expec
         ("Deploy the API on port 8080", "Deploy the API on port 9090"),
         ("Use Skype for video calls", "Use Zoom for video calls"),
         ('Name the config file "settings.toml"', 'Name the config file "engram.toml"'),
+        # A determiner before the value goes with the value.
+        ("always use snake_case for class names", "always use all UPPERCASE for class names"),
     ],
 )
 def test_variants_of_one_rule_share_a_key(older: str, newer: str) -> None:
