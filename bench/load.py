@@ -168,9 +168,10 @@ def server_env(args: argparse.Namespace, data_dir: Path) -> dict[str, str]:
             "LOG_LEVEL": "WARNING",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "DJANGO_SETTINGS_MODULE": "engramsite.settings",
-            "ENGRAM_RATE_LIMIT_PER_MINUTE": str(args.rate_limit) if args.rate_limit else "6000",
         }
     )
+    if args.rate_limit:  # else the server's default, as a user gets it
+        env["ENGRAM_RATE_LIMIT_PER_MINUTE"] = str(args.rate_limit)
     if args.backend == "postgres":
         env["DATABASE_URL"] = args.database_url
         env["REDIS_URL"] = args.redis_url

@@ -138,5 +138,5 @@ def test_refusals_are_counted_on_the_token_and_logged(
 
 
 def test_the_default_limit_carries_fifty_busy_agents() -> None:
-    # 50 agents, each with a hook call or two per second at its busiest, on one token.
-    assert django_settings.ENGRAM_RATE_LIMIT_PER_MINUTE >= 50 * 60
+    # 50 busy agents on one token (bench/load.py: ~200 hook calls a second), with headroom.
+    assert django_settings.ENGRAM_RATE_LIMIT_PER_MINUTE >= 50 * 4 * 60 * 1.5
