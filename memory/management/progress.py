@@ -1,37 +1,41 @@
-"""A small progress bar for management commands (stderr, no dependency)."""
+"""The progress bar of long management commands, drawn by rich (stderr; silent off a terminal)."""
 
 from __future__ import annotations
 
 import sys
-import time
-from typing import TextIO
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
-WIDTH = 30
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+ProgressCallback = Callable[[int, int], None]
 
 
-class ProgressBar:
-    """Draws `label [#####.....] 42/100 (12.3/s)` on one line; silent when not a terminal."""
+@contextmanager
+def progress_bar(label: str, *, enabled: bool = True) -> Iterator[ProgressCallback]:
+    """Yields a `(done, total)` callback that moves one bar."""
+    console = Console(file=sys.stderr)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not enabled or not console.is_terminal,
+        transient=False,
+    ) as progress:
+        task = progress.add_task(label, total=None)
 
-    def __init__(self, label: str, *, stream: TextIO | None = None, force: bool = False) -> None:
-        self.label = label
-        self.stream = stream or sys.stderr
-        self.enabled = force or self.stream.isatty()
-        self.start = time.monotonic()
-        self.last_draw = 0.0
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=max(total, done))
 
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if done < total and now - self.last_draw < 0.1:
-            return
-        self.last_draw = now
-        frac = done / total if total else 1.0
-        filled = int(WIDTH * frac)
-        rate = done / max(now - self.start, 1e-6)
-        self.stream.write(
-            f"\r{self.label} [{'#' * filled}{'.' * (WIDTH - filled)}] {done}/{total} ({rate:.1f}/s)"
-        )
-        if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
+        yield update

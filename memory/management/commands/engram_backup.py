@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from memory.errors import DomainError
-from memory.management.rich_progress import progress_bar
+from memory.management.progress import progress_bar
 from memory.services.backup import backup_write
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from memory.management.owner import resolve_owner
-from memory.management.progress import ProgressBar
+from memory.management.progress import progress_bar
 from memory.services.interop import EXPORT_FORMATS, engrams_export
 
 
@@ -24,12 +24,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         owner = resolve_owner(options.get("user"))
-        text = engrams_export(
-            owner=owner,
-            fmt=options["format"],
-            include_retired=options["include_retired"],
-            progress=ProgressBar("Exporting"),
-        )
+        with progress_bar("Exporting") as bar:
+            text = engrams_export(
+                owner=owner,
+                fmt=options["format"],
+                include_retired=options["include_retired"],
+                progress=bar,
+            )
         out: Path | None = options.get("out")
         if out is None:
             sys.stdout.write(text)

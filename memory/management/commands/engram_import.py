@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from memory import interop
 from memory.errors import DomainError
 from memory.management.owner import resolve_owner
-from memory.management.progress import ProgressBar
+from memory.management.progress import progress_bar
 from memory.services.interop import engrams_import
 
 
@@ -39,13 +39,10 @@ class Command(BaseCommand):
             )
         owner = resolve_owner(options.get("user"))
         try:
-            report = engrams_import(
-                owner=owner,
-                text=text,
-                fmt=fmt,
-                dry_run=options["dry_run"],
-                progress=ProgressBar("Embedding"),
-            )
+            with progress_bar("Embedding") as bar:
+                report = engrams_import(
+                    owner=owner, text=text, fmt=fmt, dry_run=options["dry_run"], progress=bar
+                )
         except DomainError as exc:
             raise CommandError(f"{path}: {exc}") from None
         verb = "Would import" if report.dry_run else "Imported"

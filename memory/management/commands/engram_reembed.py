@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from memory.management.progress import progress_bar
 from memory.models import Engram
 from memory.services.embeddings import DEFAULT_BATCH
-
-BAR_WIDTH = 30
-
-
-def progress_line(done: int, total: int, started: float) -> str:
-    """A one-line text progress bar with count, percentage and rate (engrams per second)."""
-    fraction = done / total if total else 1.0
-    filled = int(BAR_WIDTH * fraction)
-    elapsed = max(time.monotonic() - started, 1e-9)
-    bar = "#" * filled + "-" * (BAR_WIDTH - filled)
-    return f"\r[{bar}] {done}/{total} {fraction:6.1%} {done / elapsed:7.1f}/s"
 
 
 class Command(BaseCommand):
@@ -46,21 +34,15 @@ class Command(BaseCommand):
         if total == 0:
             self.stdout.write(f"Nothing to re-embed: every engram uses {MODEL_ID}.")
             return
-        started = time.monotonic()
         seen = 0
+        with progress_bar("Re-embedding", enabled=not quiet) as bar:
 
-        def show(text: str) -> None:
-            if not quiet:
-                sys.stderr.write(text)
-                sys.stderr.flush()
+            def advance(count: int) -> None:
+                nonlocal seen
+                seen += count
+                bar(seen, total)
 
-        def advance(count: int) -> None:
-            nonlocal seen
-            seen += count
-            show(progress_line(seen, total, started))
-
-        show(progress_line(0, total, started))
-        done = embeddings.reembed(qs, batch=batch, progress=advance)
-        show("\n")
+            bar(0, total)
+            done = embeddings.reembed(qs, batch=batch, progress=advance)
         skipped = f" ({seen - done} edited meanwhile, left for the next run)" if seen > done else ""
         self.stdout.write(f"Re-embedded {done} engram(s) with {MODEL_ID}{skipped}.")

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.errors import DomainError
-from memory.management.rich_progress import progress_bar
+from memory.management.progress import progress_bar
 from memory.services.backup import backup_restore
 
 
