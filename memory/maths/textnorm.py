@@ -153,9 +153,17 @@ _RULE_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)]|#+)\s*")
 RULE_MIN_WORDS = 4
 
 
+# The metadata comment of a rule file Engram published itself (the dialectic app's artifacts).
+ENGRAM_RULE_MARK = "<!-- engram:pattern:"
+
+
 def rule_lines(text: str) -> list[str]:
     """The rule-like lines of a markdown rules file (CLAUDE.md, .claude/rules/*.md): bullets and
-    sentences of at least four words, markers stripped, code blocks and rules left out."""
+    sentences of at least four words, markers stripped, code blocks and rules left out. A file
+    Engram published itself is not the project's own word: it yields nothing (otherwise Engram's
+    output would suppress, and propose retiring, the engrams it came from)."""
+    if ENGRAM_RULE_MARK in text:
+        return []
     out: list[str] = []
     in_code = False
     for line in text.splitlines():

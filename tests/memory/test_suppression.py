@@ -94,3 +94,13 @@ def test_engram_hook_attaches_the_projects_rules_at_session_start(tmp_path: Path
     hookclient.attach_rules(other)
     assert "engram_rules" not in other
     json.dumps(data)  # what is sent is plain JSON
+
+
+def test_a_rule_file_engram_published_itself_is_not_the_projects_word() -> None:
+    text = (
+        "---\npaths:\n  - src/**/*.py\n---\n\n# Run the tests after each edit\n\n"
+        "Run pytest after every edit of a Python file.\n\n"
+        "<!-- engram:pattern:3:synthesis:7:v1:2026-11-25:confidence:0.82 -->\n"
+    )
+    assert rule_lines(text) == []
+    assert rule_lines(text.replace("<!-- engram:pattern:", "<!-- note:")) != []
