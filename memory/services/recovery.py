@@ -72,14 +72,13 @@ def pending_sweep(
         .order_by("ended_at")
         .values_list("pk", flat=True)[:limit]
     )
-    attributed = 0
     for pk in sessions:
         try:
             outcomes_attribute(session_pk=pk)
         except Exception:  # one bad item must not stop the sweep of the others
             logger.exception("sweep: attributing session %s failed", pk)
             failed += 1
-        attributed += int(AgentSession.objects.filter(pk=pk, attributed_at__isnull=False).exists())
+    attributed = AgentSession.objects.filter(pk__in=sessions, attributed_at__isnull=False).count()
     signals = list(
         LearningSignal.objects.filter(state=LearningSignal.State.PENDING, created_at__lte=cutoff)
         .order_by("created_at")
