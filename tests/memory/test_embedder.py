@@ -148,12 +148,41 @@ def test_embedding_is_deterministic(embedder: Embedder) -> None:
     assert np.array_equal(embedder.embed_one(text), embedder.embed_one(text))
 
 
-def test_hello_world_matches_the_pinned_vector(embedder: Embedder) -> None:
-    # Pinned for MODEL_ID; the float graph (and sentence-transformers) give
-    # [-0.0348, 0.0301, 0.0130, 0.0254], cosine 0.988 to this vector.
-    head = embedder.embed_one("hello world")[:4]
+def _float_graph_vector(embedder: Embedder, text: str) -> np.ndarray:
+    """The shipped graph run as it is (float matrix products): the reference MODEL_ID approximates.
 
-    assert np.allclose(head, [-0.0283, 0.0292, 0.0111, 0.0364], atol=2e-3)
+    Float kernels agree across CPU families to ~1e-6 per component; the integer path does not
+    (MatMulInteger runs on VNNI, AVX-512 or AVX2 kernels with different rounding and, on AVX2,
+    int16 saturation), so exact components are pinned only for the float graph.
+    """
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(embedder.tokenizer_path))
+    tokenizer.no_padding()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(
+        str(embedder.model_path), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+    ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+    if "token_type_ids" in {item.name for item in session.get_inputs()}:
+        feeds["token_type_ids"] = np.zeros_like(ids)
+    pooled = session.run(None, feeds)[0][0].mean(axis=0)
+    return pooled / np.linalg.norm(pooled)
+
+
+def test_hello_world_matches_the_float_graph_within_the_int8_error(embedder: Embedder) -> None:
+    # sentence-transformers gives [-0.0348, 0.0301, 0.0130, 0.0254] for the float graph.
+    reference = _float_graph_vector(embedder, "hello world")
+    assert np.allclose(reference[:4], [-0.0348, 0.0301, 0.0130, 0.0254], atol=1e-3)
+
+    # The integer path's vector differs by the int8 rounding of every activation: cosine to the
+    # float vector was 0.988 (AVX-512 VNNI) and 0.989 (AVX2 only) for this text, 0.992 on
+    # average over 500 rule bullets and never below 0.976 (docs/benchmarks.md). 0.97 leaves room
+    # for a CPU family not measured; a broken graph (wrong scale, a layer left out) gives < 0.9.
+    assert cosine(embedder.embed_one("hello world"), reference) > 0.97
 
 
 def test_it_rejects_a_single_string_passed_as_a_batch(embedder: Embedder) -> None:

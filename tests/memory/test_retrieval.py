@@ -17,7 +17,7 @@ from memory.maths.ranking import (
 )
 from memory.models import ActivityDay, Association, Engram, Injection
 from memory.services.retrieval import inject, recall, visible_scopes
-from tests.memory.helpers import link, make_engram, make_session
+from tests.memory.helpers import embed, link, make_engram, make_session
 
 pytestmark = pytest.mark.django_db
 
@@ -120,7 +120,10 @@ def test_recall_fuses_both_legs_with_reciprocal_ranks(owner: Any, store: Any) ->
     assert first["lexical_rank"] == 1
     assert first["dense_rank"] == 1
     assert first["lexical_score"] > 0
-    assert first["cosine"] == pytest.approx(0.852, abs=0.01)
+    # 0.85 on the CPUs measured; the exact value follows the CPU's integer kernels.
+    cosine = float(embed("pytest database fixtures") @ embed(STORE["A"]))
+    assert first["cosine"] == pytest.approx(cosine, abs=1e-5)
+    assert first["cosine"] > 0.8
     assert first["rs_eff"] == pytest.approx(0.7)
     assert results[2].lexical_rank is None
     assert results[2].lexical_score is None
@@ -511,13 +514,18 @@ def test_the_newest_variant_of_a_rule_ranks_above_the_one_it_replaced(owner: Any
     by_id = {r.id: r for r in results}
     # Halved, the old version also falls below a weaker match that is not superseded.
     assert [r.id for r in results] == ["ENG-NEW", "ENG-OTHER", "ENG-OLD"]
-    # At the same relevance the old one has the best prior (its feedback factor is 1.3), but the
-    # prior only breaks ties (at most PRIOR_SPAN) and the new one was stated today (the recent
-    # lead): the new one leads on its own score, and the old one keeps its score, halved.
-    assert by_id["ENG-NEW"].fused == pytest.approx(by_id["ENG-OLD"].fused)
+    # The old one has the best prior (its feedback factor is 1.3), but the prior only breaks
+    # ties (at most PRIOR_SPAN) and the new one was stated today (the recent lead): the new one
+    # leads on its own score, and the old one keeps its score, halved. Both match lexically, so
+    # relevance is linear in the fused score; the dense leg may order the two near-identical
+    # statements either way on a given CPU's integer kernels, so the fused ratio scales it.
     old_prior = (0.5 + 0.5 * by_id["ENG-OLD"].rs_eff) * 1.3
     new_own = prior_tiebreak(BASE, old_prior) * RECENT
-    assert by_id["ENG-NEW"].score == pytest.approx(2 * new_own * by_id["ENG-OLD"].score)
+    fused_ratio = by_id["ENG-NEW"].fused / by_id["ENG-OLD"].fused
+    assert fused_ratio == pytest.approx(1.0, abs=0.05)
+    assert by_id["ENG-NEW"].score == pytest.approx(
+        2 * new_own * fused_ratio * by_id["ENG-OLD"].score
+    )
     assert new.updated_at > old.updated_at
 
     injected = inject(owner=owner, prompt="attribute names", now=NOW)
