@@ -1,0 +1,125 @@
+"""Session learning, by job: prose and sentences (`text`), the prompt classifier (`classify`),
+the heuristic lesson extractor (`extract`), updates and variants (`variants`), transcript
+parsing (`transcript`) and error → fix pairing (`fixes`).
+
+Pure Python (no Django). Callers import the package (`from memory.maths import learning`); the
+names below are its public surface.
+"""
+
+from __future__ import annotations
+
+from memory.maths.learning.classify import (
+    Classification,
+    Clause,
+    classify,
+    classify_sentence,
+    is_announcement,
+    names_practice,
+    negative_evidence,
+    statement_part,
+)
+from memory.maths.learning.extract import (
+    LessonDraft,
+    anti_pattern_of,
+    clean_clause,
+    extract,
+    focus,
+    polarity_of,
+    tags_of,
+    type_of,
+)
+from memory.maths.learning.fixes import (
+    SIMILAR_CALL,
+    Call,
+    Fix,
+    call_similarity,
+    error_fixes,
+)
+from memory.maths.learning.text import (
+    CORRECTION,
+    INSTRUCTION,
+    MAX_CLASSIFIED_CHARS,
+    MAX_CLAUSE_CHARS,
+    MAX_DRAFTS_PER_PROMPT,
+    MAX_DRAFTS_PER_SESSION,
+    MAX_QUOTE_CHARS,
+    MIN_CLAUSE_WORDS,
+    PREFERENCE,
+    TIER_CORRECTION,
+    TIER_EXPLICIT,
+    TIER_INFERRED,
+    prose,
+    sentences,
+)
+from memory.maths.learning.transcript import (
+    Entry,
+    parse_line,
+    parse_lines,
+    render_entries,
+    split_complete,
+)
+from memory.maths.learning.variants import (
+    MIN_SHARED_WORDS,
+    SAME_RULE_WORDS,
+    UPDATE_COSINE,
+    is_update,
+    is_variant,
+    naming_slots,
+    plain_words,
+    same_rule_other_value,
+    tool_slot,
+    values_of,
+)
+
+__all__ = [
+    "CORRECTION",
+    "INSTRUCTION",
+    "MAX_CLASSIFIED_CHARS",
+    "MAX_CLAUSE_CHARS",
+    "MAX_DRAFTS_PER_PROMPT",
+    "MAX_DRAFTS_PER_SESSION",
+    "MAX_QUOTE_CHARS",
+    "MIN_CLAUSE_WORDS",
+    "MIN_SHARED_WORDS",
+    "PREFERENCE",
+    "SAME_RULE_WORDS",
+    "SIMILAR_CALL",
+    "TIER_CORRECTION",
+    "TIER_EXPLICIT",
+    "TIER_INFERRED",
+    "UPDATE_COSINE",
+    "Call",
+    "Classification",
+    "Clause",
+    "Entry",
+    "Fix",
+    "LessonDraft",
+    "anti_pattern_of",
+    "call_similarity",
+    "classify",
+    "classify_sentence",
+    "clean_clause",
+    "error_fixes",
+    "extract",
+    "focus",
+    "is_announcement",
+    "is_update",
+    "is_variant",
+    "names_practice",
+    "naming_slots",
+    "negative_evidence",
+    "parse_line",
+    "parse_lines",
+    "plain_words",
+    "polarity_of",
+    "prose",
+    "render_entries",
+    "same_rule_other_value",
+    "sentences",
+    "split_complete",
+    "statement_part",
+    "tags_of",
+    "tool_slot",
+    "type_of",
+    "values_of",
+]

@@ -1,0 +1,300 @@
+"""The heuristic lesson extractor: the rule clause itself, cleaned, with polarity, anti-pattern,
+type and tags (never the whole prompt). Pure Python (no Django).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from memory.maths.learning.classify import _masked, classify, classify_sentence
+from memory.maths.learning.text import (
+    _LEAD_INS,
+    _PREAMBLES,
+    _TYPOGRAPHY,
+    _WORD,
+    CORRECTION,
+    INSTRUCTION,
+    MAX_CLAUSE_CHARS,
+    MAX_DRAFTS_PER_PROMPT,
+    MAX_QUOTE_CHARS,
+    MIN_CLAUSE_WORDS,
+    TIER_CORRECTION,
+    TIER_EXPLICIT,
+)
+
+# --- the heuristic extractor ----------------------------------------------------------------
+
+_TRAILING_REASON = re.compile(
+    r"(?:,\s*|\s+[-]+\s+|\s+)(?:because|since|as\s+(?:it|this|that|they)|so\s+that|which\s+"
+    r"(?:helps|makes|will|is)|this\s+(?:helps|will|makes|is))\b.*$",
+    re.I,
+)
+_TRAILING_CHATTER = re.compile(
+    r"(?:,\s*|\s+)(?:ok(?:ay)?|thanks|thank\s+you|please|remember\s+that|got\s+it|alright|"
+    r"right)\s*[.!?]*$",
+    re.I,
+)
+# The X ends at a comma, a semicolon or a sentence's full stop (a dot followed by a space or
+# the end), so "instead of os.path." keeps "os.path".
+_ANTI = (
+    re.compile(r"\binstead\s+of\s+(.+?)(?:[,;]|\.(?=\s|$)|$)", re.I),
+    re.compile(r"\brather\s+than\s+(.+?)(?:[,;]|\.(?=\s|$)|$)", re.I),
+    re.compile(r"\bprefer\w*\s+.+?\s+(?:over|to)\s+(.+?)(?:[,;]|\.(?=\s|$)|$)", re.I),
+    re.compile(r"\bnot\s+(.+?)\s*,?\s+but\b", re.I),
+    re.compile(r"[,;]\s*(?:and\s+)?not\s+(.+?)(?:[,;]|\.(?=\s|$)|$)", re.I),
+    re.compile(r"\S\s+not\s+([\w.@/'\"`-]+)\s*[.!]?$", re.I),
+    re.compile(
+        r"\b(?:never|do\s+not|don'?t|avoid|stop|no\s+more)\s+(.+?)(?:[,;]|\.(?=\s|$)|$)", re.I
+    ),
+)
+_NEGATIVE_START = re.compile(
+    r"^(?:never|do\s+not|don'?t|avoid|stop|no\s+more|not\b|forget\s+about|refrain|"
+    r"no\s+(?!more\s+than)\w+|(?:we|i)\s+(?:do\s+not|don'?t|"
+    r"never))",
+    re.I,
+)
+_POSITIVE_AFTER_NEGATIVE = re.compile(
+    r"\b(?:instead\s+of|rather\s+than|but\s+(?:use|do|prefer)|over)\b", re.I
+)
+_TYPE_WORDS = (
+    ("terminological", re.compile(r"\b(?:call(?:ed)?|means?|term|name\s+for|refer\s+to)\b", re.I)),
+    (
+        "procedural",
+        re.compile(r"\b(?:before|after|then|first|step|run|when\s+\w+ing|workflow)\b", re.I),
+    ),
+    (
+        "architectural",
+        re.compile(
+            r"\b(?:architecture|module|layer|service|database|schema|api|dependency|"
+            r"dependencies|package|framework|library|design)\b",
+            re.I,
+        ),
+    ),
+)
+_STOP_TAGS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "to",
+        "of",
+        "in",
+        "on",
+        "for",
+        "with",
+        "from",
+        "by",
+        "at",
+        "as",
+        "is",
+        "are",
+        "be",
+        "it",
+        "this",
+        "that",
+        "these",
+        "those",
+        "always",
+        "never",
+        "dont",
+        "don't",
+        "do",
+        "not",
+        "use",
+        "using",
+        "your",
+        "our",
+        "we",
+        "you",
+        "i",
+        "my",
+        "all",
+        "every",
+        "each",
+        "any",
+        "should",
+        "must",
+        "make",
+        "sure",
+        "please",
+        "when",
+        "whenever",
+        "instead",
+        "rather",
+        "than",
+        "prefer",
+        "over",
+        "them",
+        "their",
+        "its",
+        "into",
+        "start",
+        "end",
+        "name",
+        "names",
+        "add",
+    ]
+)
+_QUOTED_VALUE = re.compile(r"'[^'\s]{1,40}'|\"[^\"\n]{1,40}\"|`[^`\n]{1,60}`")
+_TAG_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+#.-]{2,}")
+
+
+@dataclass(frozen=True)
+class LessonDraft:
+    """A lesson ready for the write path: statement, type, polarity, tier and the rest."""
+
+    statement: str
+    polarity: str | None
+    tier: str
+    type: str = "behavioral"
+    anti_pattern: str = ""
+    tags: tuple[str, ...] = ()
+    rationale: str = ""
+    trigger_context: str = ""
+    kind: str = INSTRUCTION
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "statement": self.statement,
+            "type": self.type,
+            "polarity": self.polarity,
+            "tier": self.tier,
+            "anti_pattern": self.anti_pattern,
+            "tags": list(self.tags),
+            "rationale": self.rationale,
+            "trigger_context": self.trigger_context,
+        }
+
+
+def clean_clause(sentence: str) -> str:
+    """The rule in a sentence: lead-ins, preambles, trailing reasons and chatter removed."""
+    text = sentence.translate(_TYPOGRAPHY).strip().strip("\"'\u201c\u201d")
+    for _ in range(3):
+        before = text
+        text = _LEAD_INS.sub("", text).strip()
+        text = _PREAMBLES.sub("", text).strip()
+        if text == before:
+            break
+    text = _TRAILING_REASON.sub("", text).strip()
+    text = _TRAILING_CHATTER.sub("", text).strip()
+    text = text.rstrip(" ,;:-?").strip()
+    if len(text) > MAX_CLAUSE_CHARS:
+        cut = text.rfind(" ", 0, MAX_CLAUSE_CHARS)
+        text = text[: cut if cut > 0 else MAX_CLAUSE_CHARS].rstrip(" ,;:")
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    if text[-1] not in ".!":
+        text += "."
+    return text
+
+
+def polarity_of(statement: str) -> str:
+    """ "dont" for a rule that forbids ("never X", "don't X", "avoid X"), else "do"."""
+    text = _masked(statement)
+    if _NEGATIVE_START.match(text.strip()) and not _POSITIVE_AFTER_NEGATIVE.search(text):
+        return "dont"
+    return "do"
+
+
+def anti_pattern_of(statement: str) -> str:
+    """What the rule warns against: the X of "not X / instead of X / never X", or ""."""
+    for pattern in _ANTI:
+        match = pattern.search(statement)
+        if match:
+            value = match.group(1).strip(" .,;:'\"")
+            if value and len(value) <= MAX_CLAUSE_CHARS:
+                return value
+    return ""
+
+
+def type_of(statement: str) -> str:
+    for name, pattern in _TYPE_WORDS:
+        if pattern.search(statement):
+            return name
+    return "behavioral"
+
+
+def tags_of(statement: str, limit: int = 5) -> tuple[str, ...]:
+    """A few keywords of a statement: quoted or code-like tokens first, then longer words."""
+    values = [v.strip("'\"`") for v in _QUOTED_VALUE.findall(statement)]
+    words = [w for w in _TAG_WORD.findall(statement) if w.casefold() not in _STOP_TAGS]
+    words.sort(key=lambda w: -len(w))
+    out: list[str] = []
+    for item in [*values, *words]:
+        tag = item.casefold().strip(".")[:50]
+        if tag and tag not in out and len(tag) > 1:
+            out.append(tag)
+        if len(out) >= limit:
+            break
+    return tuple(out)
+
+
+_ANAPHOR = re.compile(
+    r"\b(?:this|these|that|those)\s+(?!is\b|was\b|repo|project|codebase|team|company|way\b)\w+"
+    r"|\b(?:it|them)\b",
+    re.I,
+)
+_SUBCLAUSE = re.compile(r"(?:[,;]\s*|\s+)(?:so|but|and\s+so|which\s+is\s+why|hence)\s+|;\s+", re.I)
+
+
+def focus(sentence: str) -> str:
+    """The part of a long sentence that states the rule: "the build is slow, so I prefer X" → "I
+    prefer X". The whole sentence when no single part does."""
+    parts = [p for p in _SUBCLAUSE.split(sentence) if p and p.strip()]
+    if len(parts) < 2:
+        return sentence
+    for part in parts:
+        if classify_sentence(part):
+            return part.strip()
+    return sentence
+
+
+# A cleaned clause that asks for attention or effort but names no practice is not a lesson.
+_META = re.compile(
+    r"^(?:pay(?:ing)?\s+(?:extra\s+|close\s+)?attention|focus|shift|proceed|try\s+(?:something|"
+    r"to\s+(?:keep|stay|be))|keep\s+(?:me|us|it\s+simple|up)|start\s+(?:paying|adopting|thinking)|"
+    r"develop|own\s+the|set\s+aside|review\s+the|let'?s|i\s+(?:trust|like|love|hope|think|believe|"
+    r"know|am|was|will)|i'?m|we'?re|we\s+(?:want|can|could|will|are)|here\s+(?:are|is)|"
+    r"attention\s+to|with\s+(?:these|this)|it'?s|this|these|that|there|for\s+(?:our|the)\s+\w+,)\b",
+    re.I,
+)
+
+
+def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDraft]:
+    """Heuristic extraction: each rule-stating clause of `prompt`, cleaned, as a draft (≤ limit).
+
+    Never the whole prompt: only the sentence that states the rule, without its lead-in and its
+    reason. Explicit instructions and preferences are tier A, corrections tier B.
+    """
+    drafts: list[LessonDraft] = []
+    seen: set[str] = set()
+    clauses = list(classify(prompt).clauses)
+    for clause in clauses:
+        statement = clean_clause(focus(clause.text))
+        if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS or _META.match(statement):
+            continue
+        key = statement.casefold()
+        if key in seen:
+            continue
+        seen.add(key)
+        tier = TIER_CORRECTION if clause.kind == CORRECTION else TIER_EXPLICIT
+        drafts.append(
+            LessonDraft(
+                statement=statement,
+                polarity=polarity_of(statement),
+                tier=tier,
+                type=type_of(statement),
+                anti_pattern=anti_pattern_of(statement),
+                tags=tags_of(statement),
+                rationale=clause.text[:MAX_QUOTE_CHARS],
+                kind=clause.kind,
+            )
+        )
+        if len(drafts) >= limit:
+            break
+    return drafts

@@ -1,0 +1,107 @@
+"""Prose and sentences of a prompt: fenced blocks, indented, log-like and code-dense lines removed.
+
+Pure Python (no Django); shared by the classifier and the extractor.
+"""
+
+from __future__ import annotations
+
+import re
+
+INSTRUCTION = "instruction"
+PREFERENCE = "preference"
+CORRECTION = "correction"
+TIER_EXPLICIT = "A"
+TIER_CORRECTION = "B"
+TIER_INFERRED = "C"
+
+MAX_DRAFTS_PER_PROMPT = 3
+MAX_DRAFTS_PER_SESSION = 20
+# Only the first part of a very long prompt is classified (pasted material sits at the end).
+MAX_CLASSIFIED_CHARS = 20_000
+MIN_CLAUSE_WORDS = 3
+MAX_CLAUSE_CHARS = 300
+MAX_QUOTE_CHARS = 500
+
+# --- prose, code and logs -------------------------------------------------------------------
+
+_FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
+_INLINE_CODE = re.compile(r"`[^`\n]{0,200}`")
+_LOG_LINE = re.compile(
+    r"""^\s*(?:
+        \d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}          # timestamps
+      | \[?(?:ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE|FATAL|CRITICAL)\b
+      | Traceback\b | File\ " | [\w.]*(?:Error|Exception|Failure):\s
+      | at\ [\w$.<>]+\( | \$\ | >>>\ | \.\.\.\ | [#>]\ ?\w+@
+      | npm\ (?:ERR|WARN) | error(?:\[\w+\])?: | warning: | E\s+ | \d+\s*\|
+      | [-+]{3}\ | @@\ | diff\ --git
+    )""",
+    re.X | re.I,
+)
+_CODE_CHARS = set("{}()[];=<>$\\|&*#")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z']*")
+
+
+def _is_code_line(line: str) -> bool:
+    stripped = line.strip()
+    if not stripped:
+        return False
+    if line.startswith(("    ", "\t")) or _LOG_LINE.match(line):
+        return True
+    symbols = sum(1 for ch in stripped if ch in _CODE_CHARS)
+    words = len(_WORD.findall(stripped))
+    # Code and stack traces: many symbols per word, or a line ending like a statement.
+    if symbols >= 3 and symbols * 3 > words:
+        return True
+    return stripped.endswith(("{", "};", ");", "*/")) or stripped.startswith(("//", "/*", "#!"))
+
+
+# Typographic apostrophes and dashes read as their ASCII forms.
+_TYPOGRAPHY = str.maketrans({"\u2019": "'", "\u2018": "'", "\u2013": "-", "\u2014": "-"})
+
+
+def prose(text: str) -> str:
+    """The text with fenced blocks, indented or log-like lines and code-dense lines removed."""
+    text = _FENCE.sub("\n", text[:MAX_CLASSIFIED_CHARS].translate(_TYPOGRAPHY))
+    return "\n".join(line for line in text.splitlines() if not _is_code_line(line))
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences (and lines) of the prose of `text`, in order, stripped."""
+    out = []
+    for part in _SENTENCE_END.split(prose(text)):
+        part = part.strip(" \t-*•>")
+        if part:
+            out.append(part)
+    return out
+
+
+# Lead-ins and preambles before a rule's main clause (the classifier and the extractor).
+_LEAD_INS = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|and|also|oh|well|now|then|but|plus|hey|right|alright|great|"
+    r"first(?:ly)?|second(?:ly)?|third(?:ly)?|finally|lastly|additionally|moreover|furthermore|"
+    r"one\s+more\s+thing|another\s+thing|on\s+(?:a|another)\s+note|by\s+the\s+way|btw|"
+    r"as\s+(?:a|for)\s+\w+|in\s+addition|moving\s+on|next|importantly|to\s+be\s+clear|"
+    r"actually|wait|hmm|sorry|yes|yeah|please|just|(?!(?:always|never)\b)[A-Z][a-z]+(?=,))"
+    r"[\s,:;.!-]+"
+    # "No, use pnpm" loses its "No,"; "No notebooks for notes" keeps its "No".
+    r"|(?:no|nope)\s*[,:;.!-][\s,:;.!-]*)+",
+    re.I,
+)
+
+
+_PREAMBLES = re.compile(
+    r"^(?:(?:i(?:\s+would|'d)\s+like\s+(?:you|us)\s+to|i\s+want\s+(?:you|us)\s+to|"
+    r"i\s+need\s+you\s+to|i\s+expect\s+you\s+to|i\s+(?:want\s+to\s+)?encourage\s+you\s+to|"
+    r"i(?:'d)?\s+(?:really\s+)?(?:like|want)\s+to\s+"
+    r"(?:remind|tell|ask)\s+you\s+(?:to|that)|make\s+sure\s+(?:to|that|you)|be\s+sure\s+to|"
+    r"ensure\s+that|remember\s+(?:to|that)|keep\s+in\s+mind\s+(?:to|that)|please\s+note\s+that|"
+    r"note\s+that|from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?future|"
+    r"that(?:'s|\s+is|\s+was)\s+(?:wrong|not\s+right|incorrect)|"
+    r"one\s+(?:of\s+the\s+things|thing)\s+i\s+(?:insist\s+on|want\s+you\s+to\s+\w+)\s+is|"
+    r"it(?:'s|\s+is)\s+(?:important|essential|crucial|vital|imperative|mandatory|required|best)\s+"
+    r"(?:that\s+(?:you|we)|to|if\s+you)|"
+    r"(?:can|could|would|will)\s+you\s+(?:please\s+)?)"
+    r"[\s,:;.!-]*)+",
+    re.I,
+)
