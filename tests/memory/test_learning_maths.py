@@ -340,3 +340,21 @@ def test_a_transcript_line_never_yields_a_nul_or_a_lone_surrogate() -> None:
     (entry,) = L.parse_line(line)
     assert entry.text == "Always use pnpm here ? please"
     entry.text.encode("utf-8")  # storable as it is
+
+
+@pytest.mark.parametrize(
+    ("statement", "reason"),
+    [
+        ("Since the user explicitly stated it, I would first confirm with them.", "assistant"),
+        ("This session is being continued from a previous conversation.", "assistant"),
+        ("why is the build failing?", "question"),
+    ],
+)
+def test_lesson_check_refuses_what_is_not_a_lesson(statement: str, reason: str) -> None:
+    check = L.lesson_check(statement)
+    assert not check.ok
+    assert reason in check.reason
+
+
+def test_lesson_check_accepts_a_standing_rule() -> None:
+    assert L.lesson_check("Always use pnpm in this repo, never npm.").ok

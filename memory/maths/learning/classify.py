@@ -541,3 +541,40 @@ _REFERS_BACK = re.compile(
     r"(?:this|these|those|it|them|that)\b",
     re.I,
 )
+
+
+# --- is a stored statement a lesson at all? -------------------------------------------------
+
+# Text an assistant writes about its own work, or Claude Code's compaction summary: never the
+# user's rule, whatever words it contains.
+_ASSISTANT_TEXT = re.compile(
+    r"^(?:i(?:'ll|\s+will|'m\s+going\s+to|\s+would|\s+need\s+to|\s+can\s+see)|let\s+me|"
+    r"now\s+(?:i|let)|since\s+the\s+user|the\s+user\s+(?:wants|asked|explicitly|said)|"
+    r"this\s+session\s+is\s+being\s+continued|looking\s+at\s+the|based\s+on\s+the\s+"
+    r"(?:conversation|summary))\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LessonCheck:
+    """Whether a statement reads as a standing lesson; `reason` says why not (empty when ok)."""
+
+    ok: bool
+    reason: str = ""
+
+
+def lesson_check(statement: str) -> LessonCheck:
+    """The one check that a stored or captured statement is a lesson: not assistant text, not a
+    question, not a one-off task. Capture and maintenance both use it."""
+    text = statement.strip() if isinstance(statement, str) else ""
+    if not text:
+        return LessonCheck(False, "empty")
+    if _ASSISTANT_TEXT.match(text):
+        return LessonCheck(False, "assistant text, not the user's words")
+    verdict = classify(text)
+    if verdict.is_signal:
+        return LessonCheck(True)
+    if text.rstrip().endswith("?") or _QUESTION_START.match(text):
+        return LessonCheck(False, "a question, not a rule")
+    return LessonCheck(False, "a one-off request or remark, not a standing rule")
