@@ -18,7 +18,7 @@ from typing import Any
 from lib.llm import sizing
 from memory.maths import learning
 from memory.models import AgentSession, Engram, LearningSignal, Observation, Outcome
-from memory.services.llm import LlmUnavailable, llm_run
+from memory.services.llm import LlmUnavailable, configured, llm_run
 
 JUDGE_TASK = "memory.outcome_judge"
 MAX_OBSERVATIONS = 60
@@ -172,7 +172,7 @@ def session_judge(*, session: AgentSession, engrams: Sequence[Engram]) -> dict[i
     when the LLM is unavailable) are left to the heuristic. One call per `JUDGE_BATCH` engrams:
     one call for a session of ordinary size."""
     unique = list({e.pk: e for e in engrams}.values())
-    if not unique:
+    if not unique or not configured():  # no key (the default): the heuristic, nothing to read
         return {}
     tool_calls, entries = _session_parts(session)
     verdicts: dict[int, Verdict] = {}

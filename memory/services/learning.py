@@ -35,7 +35,7 @@ from memory.services import extraction
 from memory.services.engrams import engram_learn
 from memory.services.events import event_record
 from memory.services.jobs import job_enqueue
-from memory.services.llm import PRODUCER_HEURISTIC, PRODUCER_LLM, LlmUnavailable
+from memory.services.llm import PRODUCER_HEURISTIC, PRODUCER_LLM, LlmUnavailable, configured
 from memory.services.review import kind_register
 
 MAX_SIGNAL_CHARS = 8000
@@ -323,6 +323,8 @@ def _extract(
     The LLM reads a transcript delta in up to MAX_EXTRACT_CALLS calls; when it stops (the
     budget, the breaker, a failure) or the calls run out, the heuristic reads the entries it
     did not. When no call succeeds, the heuristic decides alone, as without a key."""
+    if not configured():  # the default: no key, nothing to prepare for a call
+        return [(d, PRODUCER_HEURISTIC) for d in _heuristic(signal)[:limit]], PRODUCER_HEURISTIC
     runs = _llm_text(signal)
     drafts: list[tuple[learning.LessonDraft, str]] = []
     sent = 0

@@ -29,6 +29,7 @@ __all__ = [
     "LlmUnavailable",
     "as_data",
     "breaker_state",
+    "configured",
     "llm_run",
     "llm_status",
     "tokens_committed",
@@ -69,6 +70,7 @@ def use_transport(transport: Any | None) -> None:
 
 
 def configured() -> bool:
+    """A key is set and the budget is not zero: worth preparing a call."""
     return bool(settings.ANTHROPIC_API_KEY) and settings.ENGRAM_LLM_DAILY_TOKENS > 0
 
 
