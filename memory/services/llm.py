@@ -47,6 +47,9 @@ PRODUCER_HEURISTIC = "heuristic"
 BREAKER_FAILURES = 3
 BREAKER_PAUSE = dt.timedelta(minutes=5)
 BREAKER_REASONS = frozenset({"unreachable", "timeout", "auth"})
+# Outcomes in which Claude answered ("" is success); any other (an internal error) leaves the
+# breaker as it is.
+ANSWERED = frozenset({"", "invalid_output", "api_error", "rate_limited"})
 GATE_KEY = "claude"
 # A pending call older than this had its worker die: two requests of timeout x (1 + retries)
 # with the SDK's back-off last well under it.
@@ -276,6 +279,7 @@ def _settle(
     """Replace a call's reservation by what it really cost, and tell the breaker how it went."""
     now = timezone.now()
     with transaction.atomic():
+        gate = _gate()  # first, as `_reserve` does: one lock order, no deadlock
         LlmCall.objects.filter(pk=call.pk).update(
             tokens_in=tokens[0],
             tokens_out=tokens[1],
@@ -286,7 +290,6 @@ def _settle(
             error=error[:300],
             model=(model or call.model)[:100],
         )
-        gate = _gate()
         if reason in BREAKER_REASONS:
             gate.failures += 1
             gate.reason, gate.error = reason, error[:300]
@@ -295,7 +298,7 @@ def _settle(
                 gate.open_until = now + BREAKER_PAUSE
             gate.updated_at = now
             gate.save()
-        elif gate.failures or gate.open_until is not None:
+        elif reason in ANSWERED and (gate.failures or gate.open_until is not None):
             # Claude answered (even with an error of its own): the run of failures is over.
             gate.failures, gate.skipped = 0, 0
             gate.opened_at = gate.open_until = None

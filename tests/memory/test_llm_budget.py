@@ -216,3 +216,27 @@ def test_concurrent_reservations_take_turns_under_the_gate_lock(
     worker.join(10)
     assert outcome == ["budget"]
     assert fake_claude.requests == []
+
+
+@pytest.mark.django_db
+def test_an_unexpected_error_releases_the_reservation_and_leaves_the_breaker_alone(
+    owner: Any, fake_claude: Any, settings: Any
+) -> None:
+    settings.ENGRAM_LLM_RETRIES = 0
+    fake_claude.timeout().timeout().reply({"answer": "ok"})
+    for _ in range(2):
+        with pytest.raises(llm.LlmUnavailable):
+            run(owner)
+    with pytest.raises(Exception, match="nonsense"):  # a schema jsonschema cannot check
+        llm.llm_run(
+            owner=owner,
+            task=TASK,
+            schema={"type": "nonsense"},
+            instructions="Summarise.",
+            data="x",
+            max_tokens=64,
+        )
+    row = LlmCall.objects.order_by("-pk").first()
+    assert row is not None
+    assert (row.outcome, row.reason, row.reserved) == ("failed", "internal", 0)
+    assert LlmGate.objects.get().failures == 2  # neither an answer nor a failure to reach
