@@ -397,7 +397,10 @@ class LlmStatus:
         if self.last.outcome in (LlmCall.Outcome.OK, LlmCall.Outcome.REPAIRED):
             state = f"last call ok at {when}"
         elif self.last.outcome == LlmCall.Outcome.BUDGET:
-            state = f"budget spent at {when}, fallbacks in use until 00:00 UTC"
+            state = (
+                f"a call refused at {when} ({self.last.error}); calls that do not fit the "
+                "rest of the budget use the fallbacks until 00:00 UTC"
+            )
         else:
             state = f"last call failed at {when} ({self.last.error})"
         return f"key set ({self.model}): {state}; {used}"

@@ -133,3 +133,21 @@ def test_the_dashboard_panel_shows_the_owners_usage(
     settings.ANTHROPIC_API_KEY = ""
     page = logged_in.get("/?panel=health").content.decode()
     assert "no key: deterministic fallbacks in use" in page and "optional" in page
+
+
+@pytest.mark.django_db
+def test_the_panel_says_when_a_call_did_not_fit_the_budget(
+    logged_in: Client, owner: Any, settings: Any
+) -> None:
+    settings.ANTHROPIC_API_KEY = "sk-ant-x"
+    LlmCall.objects.create(
+        owner=owner,
+        task="t",
+        outcome="budget",
+        error="daily budget of 500 tokens has no room for a call of up to 900 tokens",
+    )
+    page = logged_in.get("/?panel=health").text
+    assert (
+        "(daily budget of 500 tokens has no room for a call of up to 900 tokens); calls that "
+        "do not fit the rest of the budget use the fallbacks until 00:00 UTC" in page
+    )
