@@ -786,13 +786,18 @@ class LifecycleEvent(models.Model):
 
 
 class LlmCall(models.Model):
-    """One call to Claude (or one refused by the daily budget): what it cost and how it ended."""
+    """One call to Claude (or one refused by the daily budget): what it cost and how it ended.
+
+    A call in flight is a `pending` row holding its reservation in `reserved`; settling it
+    writes the real tokens and sets `reserved` to 0. The budget counts all three.
+    """
 
     class Outcome(models.TextChoices):
         OK = "ok"
         REPAIRED = "repaired"  # ok after the repair turn
         FAILED = "failed"  # an API error, a timeout or an invalid answer: the fallback ran
         BUDGET = "budget"  # not sent: the owner's daily budget was spent
+        PENDING = "pending"  # sent and not settled yet: its reservation counts
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True
@@ -804,6 +809,10 @@ class LlmCall(models.Model):
     duration_ms = models.FloatField(default=0.0)
     outcome = models.CharField(max_length=10, choices=Outcome.choices)
     error = models.CharField(max_length=300, blank=True, default="")
+    # Why a failed call failed, as `LlmUnavailable.reason` (timeout, unreachable, auth, …).
+    reason = models.CharField(max_length=20, blank=True, default="")
+    # Tokens held for a call in flight (estimated input + output cap); 0 once settled.
+    reserved = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -818,6 +827,25 @@ class LlmCall(models.Model):
     @property
     def tokens(self) -> int:
         return self.tokens_in + self.tokens_out
+
+
+class LlmGate(models.Model):
+    """The row every process consults before calling Claude: the circuit breaker's state, and
+    the lock that makes budget reservations one at a time (`select_for_update` on PostgreSQL;
+    SQLite's immediate transactions already take one writer at a time)."""
+
+    key = models.CharField(max_length=40, unique=True)
+    # Calls in a row that could not reach Claude (unreachable, timeout, refused key).
+    failures = models.PositiveIntegerField(default=0)
+    reason = models.CharField(max_length=20, blank=True, default="")
+    error = models.CharField(max_length=300, blank=True, default="")
+    opened_at = models.DateTimeField(null=True, blank=True)
+    open_until = models.DateTimeField(null=True, blank=True)  # no call before this time
+    skipped = models.PositiveIntegerField(default=0)  # calls not made since it opened
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.failures} failure(s), open until {self.open_until}"
 
 
 # --- Session learning ---------------------------------------------------------------------

@@ -33,6 +33,14 @@ class FakeClaude:
         self._queue.append(lambda body: self._tool_use(body, tool_input, tokens_in))
         return self
 
+    def reply_content(
+        self, content: list[dict[str, Any]], *, stop_reason: str = "tool_use"
+    ) -> FakeClaude:
+        """An answer with exactly these content blocks (extra keys included, as the API may add
+        fields the SDK keeps)."""
+        self._queue.append(lambda body: self._message(body, content, stop_reason=stop_reason))
+        return self
+
     def reply_text(self, text: str) -> FakeClaude:
         """An answer with no tool call at all."""
         self._queue.append(lambda body: self._message(body, [{"type": "text", "text": text}]))
@@ -50,6 +58,16 @@ class FakeClaude:
             raise httpx2.ReadTimeout("fake timeout")
 
         self._queue.append(_raise)
+        return self
+
+    def unreachable(self, times: int = 1) -> FakeClaude:
+        """No connection to the API, `times` times."""
+
+        def _raise(body: dict[str, Any]) -> httpx2.Response:
+            raise httpx2.ConnectError("fake: connection refused")
+
+        for _ in range(times):
+            self._queue.append(_raise)
         return self
 
     def slow_failure(self, seconds: float, times: int = 1) -> FakeClaude:
@@ -109,7 +127,12 @@ class FakeClaude:
         return self._message(body, [block], tokens_in)
 
     def _message(
-        self, body: dict[str, Any], content: list[dict[str, Any]], tokens_in: int | None = None
+        self,
+        body: dict[str, Any],
+        content: list[dict[str, Any]],
+        tokens_in: int | None = None,
+        *,
+        stop_reason: str = "tool_use",
     ) -> httpx2.Response:
         return httpx2.Response(
             200,
@@ -119,7 +142,7 @@ class FakeClaude:
                 "role": "assistant",
                 "model": self.model,
                 "content": content,
-                "stop_reason": "tool_use",
+                "stop_reason": stop_reason,
                 "stop_sequence": None,
                 "usage": {
                     "input_tokens": self.tokens_in if tokens_in is None else tokens_in,

@@ -5,7 +5,9 @@ Everything that can go wrong ends in `LlmUnavailable` with a short `reason`, so 
 exactly one exception to handle with its deterministic fallback:
 
 - ``no_key``: no API key configured (raised by the caller's wrapper, never a network call)
-- ``budget``: the owner's daily token budget is spent (also the wrapper's)
+- ``budget``: the owner's daily token budget has no room for the call (also the wrapper's)
+- ``circuit_open``: recent calls could not reach Claude; calls pause for a few minutes (the
+  wrapper's circuit breaker)
 - ``timeout``: the request timed out (after the SDK's retries)
 - ``unreachable``: no connection to the API
 - ``rate_limited`` / ``api_error``: 429 or 5xx still failing after the retries, or another
@@ -18,11 +20,14 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import anthropic
 import jsonschema
+
+from lib.llm import sizing
 
 DEFAULT_TIMEOUT_S = 20.0
 DEFAULT_RETRIES = 2
@@ -95,19 +100,24 @@ class LlmClient:
         prompt: str,
         max_tokens: int = 1024,
         description: str = "",
+        admit: Callable[[int], None] | None = None,
     ) -> LlmResult:
-        """Ask for one object matching `schema`; raises LlmUnavailable when none comes back."""
+        """Ask for one object matching `schema`; raises LlmUnavailable when none comes back.
+
+        `admit(tokens)` runs before each request (the first and the repair turn) with what that
+        request may cost at most (estimated input plus `max_tokens`); it raises LlmUnavailable
+        to stop the call (a budget with no room left). Refused before the repair turn, the call
+        ends as `invalid_output`.
+        """
         validator = jsonschema.Draft202012Validator(schema)
         name = tool_name(task)
-        tool = {
-            "name": name,
-            "description": description or f"Return the result of the task '{task}'.",
-            "input_schema": schema,
-        }
+        tool = task_tool(task, schema, description)
         messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
         started = time.perf_counter()
         spent_in = spent_out = 0
         repaired = False
+        if admit is not None:
+            admit(sizing.input_tokens(system=system, prompt=prompt, tool=tool) + max_tokens)
         for attempt in range(2):
             response = self._create(
                 name, tool, system, messages, max_tokens, tokens=(spent_in, spent_out)
@@ -119,6 +129,8 @@ class LlmClient:
             )
             data = block.input if block is not None else None
             errors = _errors(validator, data)
+            if errors and response.stop_reason == "max_tokens":
+                errors.insert(0, "the answer was cut off at the output limit, keep it shorter")
             if not errors:
                 assert isinstance(data, dict)
                 return LlmResult(
@@ -131,9 +143,27 @@ class LlmClient:
                 )
             if attempt == 1 or block is None:
                 break
+            feedback = (
+                "The input did not match the schema: "
+                + "; ".join(errors)
+                + f". Call {name} again with a corrected input."
+            )
+            if admit is not None:
+                # The repair request resends the first one, the answer and the feedback.
+                extra = sizing.estimate_tokens(feedback) + response.usage.output_tokens
+                try:
+                    admit(response.usage.input_tokens + extra + max_tokens)
+                except LlmUnavailable as exc:
+                    raise LlmUnavailable(
+                        "invalid_output",
+                        f"the answer did not match the task's schema and no repair turn was "
+                        f"allowed ({exc.reason})",
+                        tokens_in=spent_in,
+                        tokens_out=spent_out,
+                    ) from exc
             repaired = True
             messages += [
-                {"role": "assistant", "content": [b.model_dump() for b in response.content]},
+                {"role": "assistant", "content": _echo(response.content, block)},
                 {
                     "role": "user",
                     "content": [
@@ -141,9 +171,7 @@ class LlmClient:
                             "type": "tool_result",
                             "tool_use_id": block.id,
                             "is_error": True,
-                            "content": "The input did not match the schema: "
-                            + "; ".join(errors)
-                            + f". Call {name} again with a corrected input.",
+                            "content": feedback,
                         }
                     ],
                 },
@@ -189,6 +217,32 @@ class LlmClient:
             raise LlmUnavailable("api_error", _status_message(exc), **spent) from exc
         except anthropic.APIError as exc:  # a malformed response body, among others
             raise LlmUnavailable("api_error", str(exc), **spent) from exc
+
+
+def task_tool(task: str, schema: dict[str, Any], description: str = "") -> dict[str, Any]:
+    """The one tool a task call forces: its name, a description and the task's schema."""
+    return {
+        "name": tool_name(task),
+        "description": description or f"Return the result of the task '{task}'.",
+        "input_schema": schema,
+    }
+
+
+def _echo(content: list[Any], answered: Any) -> list[dict[str, Any]]:
+    """The assistant turn sent back in a repair request, with only the fields the Messages API
+    accepts in a request: the SDK's response objects carry more (``caller``, ``citations``,
+    ``toolset_name``, …) and the API refuses unknown keys. Text blocks are kept when not empty
+    (the API refuses empty ones); of the tool calls only the one answered here, since every
+    tool_use needs its tool_result in the next turn."""
+    echoed: list[dict[str, Any]] = []
+    for block in content:
+        if block.type == "text" and str(block.text).strip():
+            echoed.append({"type": "text", "text": str(block.text)})
+        elif block is answered:
+            echoed.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+            )
+    return echoed
 
 
 def _status_message(exc: anthropic.APIStatusError) -> str:

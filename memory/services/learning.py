@@ -31,10 +31,11 @@ from memory.models import (
     OwnerSettings,
     ReviewItem,
 )
+from memory.services import extraction
 from memory.services.engrams import engram_learn
 from memory.services.events import event_record
 from memory.services.jobs import job_enqueue
-from memory.services.llm import PRODUCER_HEURISTIC, PRODUCER_LLM, LlmUnavailable, llm_run
+from memory.services.llm import PRODUCER_HEURISTIC, PRODUCER_LLM, LlmUnavailable, configured
 from memory.services.review import kind_register
 
 MAX_SIGNAL_CHARS = 8000
@@ -42,46 +43,14 @@ MAX_SIGNAL_CHARS = 8000
 MAX_DELTA_BYTES = 1024 * 1024
 MAX_ATTACHED_LINES = 5000
 ACTOR = "learning"
-TIERS_OF_USER = {LearningDraft.Tier.EXPLICIT, LearningDraft.Tier.CORRECTION}
+TIERS_OF_USER = extraction.TIERS_OF_USER  # tier A and B: the user's own words
 # Draft results that count against the per-session cap (a repeat adds no new lesson).
 COUNTED = ("created", "merge_proposed", "contradiction_flagged", "superseded", "review")
 LIVE_REVIEW = (ReviewItem.State.PENDING, ReviewItem.State.DEFERRED)
 
-EXTRACT_TASK = "memory.learning_extract"
-EXTRACT_INSTRUCTIONS = (
-    "Extract the lessons a coding agent should remember from this material from a Claude Code "
-    "session. Tier A: an explicit instruction or preference the user stated (always/never/from "
-    "now on/we use X, not Y/I prefer …). Tier B: the user correcting the agent's previous "
-    "action. Tier C: a lesson you infer from what happened (an error and its fix), not stated "
-    "by the user. The statement is one short imperative sentence in the user's terms, never "
-    "the whole prompt; anti_pattern is what to avoid (required for tier A when the user named "
-    "it). Questions, task requests and pasted code or logs are not lessons. Return at most "
-    "{limit} lessons, none if there are none."
-)
-EXTRACT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "lessons": {
-            "type": "array",
-            "maxItems": learning.MAX_DRAFTS_PER_SESSION,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "statement": {"type": "string", "minLength": 3, "maxLength": 500},
-                    "type": {"enum": list(Engram.Type.values)},
-                    "polarity": {"enum": ["do", "dont"]},
-                    "tier": {"enum": ["A", "B", "C"]},
-                    "anti_pattern": {"type": "string", "maxLength": 300},
-                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
-                    "rationale": {"type": "string", "maxLength": 500},
-                    "trigger_context": {"type": "string", "maxLength": 300},
-                },
-                "required": ["statement", "type", "polarity", "tier"],
-            },
-        }
-    },
-    "required": ["lessons"],
-}
+# The LLM side of extraction lives in `extraction`; these names stay importable from here.
+EXTRACT_TASK = extraction.EXTRACT_TASK
+EXTRACT_SCHEMA = extraction.EXTRACT_SCHEMA
 
 
 def _digest(text: str) -> str:
@@ -309,52 +278,75 @@ def _heuristic(signal: LearningSignal) -> list[learning.LessonDraft]:
                 rationale=statement,
             )
         ]
+    return _heuristic_entries(_transcript_entries(signal))
+
+
+def _heuristic_entries(entries: Sequence[learning.Entry]) -> list[learning.LessonDraft]:
     drafts: list[learning.LessonDraft] = []
-    prompt_digests = set(
+    for entry in entries:
+        if entry.kind == "user":
+            drafts.extend(learning.extract(entry.text))
+    return drafts
+
+
+def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
+    """A transcript delta's entries without the prompts UserPromptSubmit already captured as
+    signals of the session (they are extracted from their own signal, never twice)."""
+    captured = set(
         LearningSignal.objects.filter(
             session=signal.session_id, kind=LearningSignal.Kind.PROMPT
         ).values_list("digest", flat=True)
     )
-    for entry in learning.parse_lines(signal.text.splitlines()):
-        if entry.kind != "user" or _digest(entry.text) in prompt_digests:
-            continue  # a prompt UserPromptSubmit already captured
-        drafts.extend(learning.extract(entry.text))
-    return drafts
+    return [
+        entry
+        for entry in learning.parse_lines(signal.text.splitlines())
+        if entry.kind != "user" or _digest(entry.text[:MAX_SIGNAL_CHARS]) not in captured
+    ]
 
 
-def _llm_text(signal: LearningSignal) -> str:
-    if signal.kind == LearningSignal.Kind.TRANSCRIPT:
-        return learning.render_entries(learning.parse_lines(signal.text.splitlines()))
-    return signal.text
+def _llm_text(signal: LearningSignal) -> list[extraction.Run]:
+    """What the LLM reads of a signal, call by call: a prompt in one call, all of it the user's
+    words; an error → fix pair in one call with no user's words; a transcript delta (without
+    the prompts already captured) in runs of whole entries, only those holding a user entry."""
+    if signal.kind == LearningSignal.Kind.PROMPT:
+        return [extraction.Run(text=signal.text, users=(signal.text,))]
+    if signal.kind != LearningSignal.Kind.TRANSCRIPT:
+        return [extraction.Run(text=signal.text)]
+    return extraction.transcript_runs(_transcript_entries(signal))
 
 
-def _from_llm(signal: LearningSignal, limit: int) -> list[learning.LessonDraft]:
-    answer = llm_run(
-        owner=signal.owner,
-        task=EXTRACT_TASK,
-        schema=EXTRACT_SCHEMA,
-        instructions=EXTRACT_INSTRUCTIONS.format(limit=limit),
-        data=_llm_text(signal),
-        max_tokens=1500,
-    )
-    drafts = []
-    for item in answer.get("lessons", [])[:limit]:
-        tier = str(item.get("tier") or "C")
-        if signal.kind == LearningSignal.Kind.ERROR_FIX:
-            tier = learning.TIER_INFERRED  # nobody said it: inferred whatever the model says
-        drafts.append(
-            learning.LessonDraft(
-                statement=str(item["statement"]).strip(),
-                polarity=item.get("polarity") or "do",
-                tier=tier,
-                type=str(item.get("type") or "behavioral"),
-                anti_pattern=str(item.get("anti_pattern") or ""),
-                tags=tuple(str(t)[:50] for t in item.get("tags") or ()),
-                rationale=str(item.get("rationale") or "")[: learning.MAX_QUOTE_CHARS],
-                trigger_context=str(item.get("trigger_context") or ""),
+def _extract(
+    signal: LearningSignal, limit: int
+) -> tuple[list[tuple[learning.LessonDraft, str]], str]:
+    """The drafts of a signal with the producer of each, and the signal's producer.
+
+    The LLM reads a transcript delta in up to MAX_EXTRACT_CALLS calls; when it stops (the
+    budget, the breaker, a failure) or the calls run out, the heuristic reads the entries it
+    did not. When no call succeeds, the heuristic decides alone, as without a key."""
+    if not configured():  # the default: no key, nothing to prepare for a call
+        return [(d, PRODUCER_HEURISTIC) for d in _heuristic(signal)[:limit]], PRODUCER_HEURISTIC
+    runs = _llm_text(signal)
+    drafts: list[tuple[learning.LessonDraft, str]] = []
+    sent = 0
+    for run in runs[: extraction.MAX_EXTRACT_CALLS]:
+        if len(drafts) >= limit:
+            break
+        try:
+            found = extraction.lessons_from_llm(
+                owner=signal.owner,
+                run=run,
+                limit=min(limit - len(drafts), extraction.MAX_LESSONS_PER_CALL),
+                inferred_only=signal.kind == LearningSignal.Kind.ERROR_FIX,
             )
-        )
-    return drafts
+        except LlmUnavailable:
+            break
+        drafts += [(draft, PRODUCER_LLM) for draft in found]
+        sent += 1
+    if not sent:
+        return [(d, PRODUCER_HEURISTIC) for d in _heuristic(signal)[:limit]], PRODUCER_HEURISTIC
+    unread = [entry for run in runs[sent:] for entry in run.entries]
+    rest = _heuristic_entries(unread)[: max(limit - len(drafts), 0)]
+    return drafts + [(d, PRODUCER_HEURISTIC) for d in rest], PRODUCER_LLM
 
 
 def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
@@ -376,10 +368,7 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
         if signal.kind == LearningSignal.Kind.PROMPT
         else learning.MAX_DRAFTS_PER_SESSION
     )
-    try:
-        drafts, producer = _from_llm(signal, limit), PRODUCER_LLM
-    except LlmUnavailable:
-        drafts, producer = _heuristic(signal)[:limit], PRODUCER_HEURISTIC
+    drafts, producer = _extract(signal, limit)
     with transaction.atomic():
         claimed = LearningSignal.objects.filter(
             pk=signal.pk, state=LearningSignal.State.PENDING
@@ -387,8 +376,8 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
         if not claimed:
             return 0
         forced = review_all(signal.owner)
-        for draft in drafts:
-            draft_write(signal=signal, draft=draft, producer=producer, forced=forced, now=now)
+        for draft, made_by in drafts:
+            draft_write(signal=signal, draft=draft, producer=made_by, forced=forced, now=now)
     return len(drafts)
 
 

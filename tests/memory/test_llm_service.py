@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from lib.llm import sizing
 from memory.models import LlmCall
 from memory.services import llm
 
@@ -18,6 +19,18 @@ SCHEMA = {
     "properties": {"answer": {"type": "string"}},
     "required": ["answer"],
 }
+
+
+def worst_case(request: dict[str, Any]) -> int:
+    """What a request may cost at most, from the body the SDK sent."""
+    return (
+        sizing.input_tokens(
+            system=request["system"],
+            prompt=request["messages"][0]["content"],
+            tool=request["tools"][0],
+        )
+        + request["max_tokens"]
+    )
 
 
 def run(owner: Any, data: str = "some transcript") -> dict[str, Any]:
@@ -70,12 +83,12 @@ def test_a_failed_call_is_recorded_and_raised(owner: Any, fake_claude: Any, sett
 def test_the_daily_budget_is_per_owner_and_resets_at_midnight_utc(
     owner: Any, other_owner: Any, fake_claude: Any, settings: Any
 ) -> None:
-    settings.ENGRAM_LLM_DAILY_TOKENS = 200
     fake_claude.on("test.echo", lambda body: {"answer": "ok"})
-    run(owner)  # 160 tokens
-    run(owner)  # 320: over the budget from now on
+    run(owner)  # settles at 160 tokens
+    settings.ENGRAM_LLM_DAILY_TOKENS = 160 + worst_case(fake_claude.requests[0])
+    run(owner)
     with pytest.raises(llm.LlmUnavailable) as caught:
-        run(owner)
+        run(owner)  # 320 spent: no room for another worst case
     assert caught.value.reason == "budget"
     assert len(fake_claude.requests) == 2
     assert LlmCall.objects.filter(owner=owner, outcome="budget").count() == 1
@@ -120,3 +133,21 @@ def test_the_dashboard_panel_shows_the_owners_usage(
     settings.ANTHROPIC_API_KEY = ""
     page = logged_in.get("/?panel=health").content.decode()
     assert "no key: deterministic fallbacks in use" in page and "optional" in page
+
+
+@pytest.mark.django_db
+def test_the_panel_says_when_a_call_did_not_fit_the_budget(
+    logged_in: Client, owner: Any, settings: Any
+) -> None:
+    settings.ANTHROPIC_API_KEY = "sk-ant-x"
+    LlmCall.objects.create(
+        owner=owner,
+        task="t",
+        outcome="budget",
+        error="daily budget of 500 tokens has no room for a call of up to 900 tokens",
+    )
+    page = logged_in.get("/?panel=health").text
+    assert (
+        "(daily budget of 500 tokens has no room for a call of up to 900 tokens); calls that "
+        "do not fit the rest of the budget use the fallbacks until 00:00 UTC" in page
+    )
