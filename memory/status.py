@@ -148,7 +148,7 @@ def projects_status(
     *, owner: Any, now: datetime | None = None, limit: int = MAX_PROJECTS
 ) -> list[ProjectStatus]:
     """Projects with a hook or a lesson captured in the last RECENT_DAYS days, most recent
-    first. 8 queries, plus 1 per project whose hooks look silent (its transcript folders)."""
+    first. At most 9 queries, whatever the number of projects."""
     now = now or timezone.now()
     since = now - timedelta(days=RECENT_DAYS)
     # Imported sessions (engram import-history) are history: they say nothing about hooks.
@@ -216,6 +216,18 @@ def projects_status(
         .filter(revoked_at__isnull=False, revoked_at__gte=since)
         .values_list("revoked_at", "last_used_at")
     )
+    # Where the silent projects' transcripts are (the newest sessions' paths and folders).
+    silent = [
+        s for s in scopes if (w := last_hook.get(s)) and now - w > hookhealth.TRANSCRIPT_GRACE
+    ]
+    places: dict[str, list[tuple[str, str]]] = {}
+    if silent:
+        for scope, path, cwd in (
+            sessions.filter(scope__in=silent)
+            .order_by("-started_at")
+            .values_list("scope", "transcript_path", "cwd")[: 5 * len(silent)]
+        ):
+            places.setdefault(scope, []).append((path, cwd))
     result = []
     for scope in scopes:
         last = last_hook.get(scope)
@@ -248,12 +260,7 @@ def projects_status(
             last_hook_at=last, active_days=active, token_revoked_at=token_revoked
         )
         if token_revoked is None and now - last > hookhealth.TRANSCRIPT_GRACE:
-            places = list(
-                sessions.filter(scope=scope)
-                .order_by("-started_at")
-                .values_list("transcript_path", "cwd")[:5]
-            )
-            written = _transcript_written_at(_folders_of(places))
+            written = _transcript_written_at(_folders_of(places.get(scope, [])))
             signals = hookhealth.HookSignals(
                 last_hook_at=last, active_days=active, transcript_written_at=written
             )
