@@ -57,6 +57,7 @@ def run(*, bind: str, web_workers: int, concurrency: int, no_worker: bool) -> in
     say("Applying database migrations")
     call_command("migrate", interactive=False, verbosity=1)
     call_command("engram_bootstrap")
+    sys.stdout.flush()  # the first-run credentials reach a log file before the children write
     say("Loading the embedding model")
     from lib.embedder import get_embedder
 
