@@ -247,15 +247,14 @@ def projects_status(
             continue
         first_day = (last - timedelta(days=hookhealth.HABIT_WINDOW_DAYS - 1)).date()
         active = sum(1 for d in days.get(scope, []) if first_day <= d <= last.date())
-        token_revoked = max(
-            (
-                when
-                for when, used in revoked
-                if when > last
-                and hookhealth.token_used_by_hooks(last_hook_at=last, token_last_used_at=used)
-            ),
-            default=None,
-        )
+        revoked_after = [
+            when
+            for when, used in revoked
+            if when is not None
+            and when > last
+            and hookhealth.token_used_by_hooks(last_hook_at=last, token_last_used_at=used)
+        ]
+        token_revoked = max(revoked_after) if revoked_after else None
         signals = hookhealth.HookSignals(
             last_hook_at=last, active_days=active, token_revoked_at=token_revoked
         )
