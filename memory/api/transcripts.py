@@ -13,25 +13,28 @@ from pydantic import Field
 from memory.access import ScopeForbidden
 from memory.api.auth import TokenAuth, token_of
 from memory.api.errors import ApiError
-from memory.api.schemas import DateTime, ErrorOut
+from memory.api.schemas import DateTime, ErrorOut, InSchema
 from memory.integrations.claude_code import hook_scope
 from memory.services import history
 
 router = Router(auth=TokenAuth(), tags=["history"])
 MAX_LINES = history.MAX_LINES
+MAX_OFFSET = 2**62  # a byte offset; the column is a signed 64-bit integer
 
 
-class TranscriptQuery(Schema):
+class TranscriptQuery(InSchema):
     session_id: str = Field(..., min_length=1, max_length=200)
 
 
-class TranscriptIn(Schema):
+class TranscriptIn(InSchema):
     session_id: str = Field(..., min_length=1, max_length=200)
     cwd: str = Field("", max_length=500, description="The session's working directory.")
     scope: str | None = Field(
         None, max_length=200, description="Engram scope; default `project:<basename of cwd>`."
     )
-    offset: int = Field(..., ge=0, description="Byte offset of the first line in the file.")
+    offset: int = Field(
+        ..., ge=0, le=MAX_OFFSET, description="Byte offset of the first line in the file."
+    )
     lines: list[str] = Field(..., max_length=MAX_LINES, description="Complete JSONL lines.")
     started_at: DateTime | None = None
     ended_at: DateTime | None = None

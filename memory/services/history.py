@@ -65,6 +65,8 @@ def history_import(
     session `session_id`, made (ended, as history) when it is new. Lines that do not start at
     the session's offset store nothing; the returned offset says where capture stands."""
     now = now or timezone.now()
+    if not session_id.strip():
+        raise InvalidInput("session_id", "must name the session (the transcript's sessionId)")
     if not isinstance(offset, int) or offset < 0:
         raise InvalidInput("offset", "must be a byte offset (an integer >= 0)")
     if len(lines) > MAX_LINES:
