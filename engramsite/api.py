@@ -15,6 +15,7 @@ from memory.api.endpoints import router as memory_router
 from memory.api.errors import status_of
 from memory.api.learning import router as learning_router
 from memory.api.review import router as review_router
+from memory.api.transcripts import router as transcripts_router
 from memory.errors import DomainError, envelope, envelope_of
 from patterns.api import router as patterns_router
 
@@ -39,6 +40,7 @@ api = EngramApi(
 api.add_router("/v1/", memory_router)
 api.add_router("/v1/", review_router)
 api.add_router("/v1/", learning_router)
+api.add_router("/v1/", transcripts_router)
 api.add_router("/v1/exchange/", exchange_router)
 api.add_router("/v1/patterns", patterns_router)
 api.add_router("/v1/", dialectic_router)

@@ -12,6 +12,8 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from lib import paths
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # The one secret anyone can read in this file; refused when DEBUG is off.
@@ -61,11 +63,10 @@ def database_from_url(url: str, data_dir: Path) -> dict[str, object]:
     parsed = urlparse(url)
     scheme = parsed.scheme.lower()
     if scheme == "sqlite":
-        # sqlite:///relative.db and sqlite:////absolute.db, as in dj-database-url.
+        # sqlite:///relative.db (from the current directory) and sqlite:////absolute.db, as in
+        # dj-database-url: an installed package has no checkout to be relative to.
         raw_path = unquote(parsed.path)[1:] if parsed.path.startswith("/") else parsed.path
-        path = Path(raw_path) if raw_path else data_dir / "engram.sqlite3"
-        if not path.is_absolute():
-            path = BASE_DIR / path
+        path = Path(raw_path).absolute() if raw_path else data_dir / "engram.sqlite3"
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(path),
@@ -106,9 +107,9 @@ def database_from_url(url: str, data_dir: Path) -> dict[str, object]:
 
 # --- Core ---------------------------------------------------------------------------------
 
-DATA_DIR = Path(os.environ.get("ENGRAM_DATA_DIR", str(BASE_DIR / "data"))).expanduser()
-if not DATA_DIR.is_absolute():
-    DATA_DIR = BASE_DIR / DATA_DIR
+# ENGRAM_DATA_DIR, else a per-user folder (~/.local/share/engram on Linux): an installed
+# package has no checkout to keep data in. `make run` sets ./data.
+DATA_DIR = paths.data_dir()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)
@@ -120,7 +121,7 @@ def _secret_key() -> str:
         return explicit
     # The run script writes a random key here on first start, so the embedded mode needs no
     # configuration and never runs on the public development key.
-    key_file = DATA_DIR / "secret_key"
+    key_file = DATA_DIR / paths.SECRET_KEY_FILE
     if key_file.exists():
         stored = key_file.read_text().strip()
         if stored:
@@ -132,8 +133,8 @@ SECRET_KEY = _secret_key()
 if not DEBUG and SECRET_KEY == DEVELOPMENT_SECRET_KEY:
     raise ImproperlyConfigured(
         "DEBUG is off but SECRET_KEY is the development key. Set SECRET_KEY (or run "
-        "`make run`, which writes a random key to the data directory), or set DEBUG=1 for "
-        "local development."
+        "`engram run` or `make run`, which write a random key to the data directory), or set "
+        "DEBUG=1 for local development."
     )
 
 ALLOWED_HOSTS = [
@@ -179,7 +180,9 @@ WSGI_APPLICATION = "engramsite.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Every template lives in its app's templates/ folder (base.html and the login page in
+        # memory's), so an installed wheel carries them; no folder outside the packages.
+        "DIRS": [],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -230,7 +233,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = ENGRAM_MAX_BODY_BYTES
 # --- Static files -------------------------------------------------------------------------
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# Static files (CSS, JS, the vendored htmx) live in memory/static/, found by the app finder, so
+# an installed wheel serves them too.
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", str(DATA_DIR / "staticfiles")))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STORAGES = {

@@ -39,6 +39,7 @@ from memory.models import AgentSession, ApiToken, Engram, OwnerSettings, ReviewI
 from memory.services import embeddings, learning, listing, llm, review
 from memory.services import engrams as engram_services
 from memory.services.episodes import episode_timeline
+from memory.status import projects_status
 from memory.strength import effective_strength
 
 # url name -> the navigation entry it belongs to
@@ -159,8 +160,20 @@ def home(request: HtmxHttpRequest) -> HttpResponse:
             "nav_review_open": open_items,
             "batch_size": batch_size,
             "captured_today": learning.captured_today(owner=request.user),
+            **_projects_context(request.user),
         },
     )
+
+
+def _projects_context(owner: Any) -> dict[str, Any]:
+    """The overview's projects panel (memory/partials/_projects.html)."""
+    now = timezone.now()
+    projects = projects_status(owner=owner, now=now)
+    return {
+        "projects": projects,
+        "stopped_count": sum(1 for p in projects if p.health.red),
+        "now": now,
+    }
 
 
 @require_GET

@@ -70,7 +70,7 @@ from memory.api.schemas import (
     clean_text,
 )
 from memory.errors import DomainError, envelope, envelope_of
-from memory.integrations.claude_code import hook_handle
+from memory.integrations.claude_code import hook_handle, project_scope
 from memory.interop import FORMATS as IMPORT_FORMATS
 from memory.interop import detect_format
 from memory.models import AgentSession, ApiToken, Episode
@@ -79,6 +79,7 @@ from memory.services import engrams as engram_services
 from memory.services import episodes as episode_services
 from memory.services import interop as interop_services
 from memory.services import listing, retrieval, sessions
+from memory.status import status_report
 from memory.strength import effective_strength
 
 router = Router(auth=TokenAuth(), tags=["memory"])
@@ -587,15 +588,24 @@ def observation_create(request: HttpRequest, payload: ObservationsIn) -> Status[
 @router.get(
     "/status",
     response={200: StatusOut, **errors()},
-    summary="Counts by status and band, open review items, sessions today",
+    summary="Counts, lessons, projects with their hook health, worker, queue, embedder, LLM",
+    description=(
+        "Per project (a scope sessions ran in during the last 30 days): last hook received, "
+        "last lesson captured, last injection, lessons (yours / learned / waiting) and "
+        "`health.state`: `stopped` when sessions ran but their hooks did not arrive, `quiet` "
+        "when a daily project fell silent, `ok`, or `none`. With `?cwd=`, `project_scope` "
+        "names the scope hooks from that folder use. `engram status` and `engram doctor` "
+        "read this."
+    ),
     tags=["store"],
 )
-def status(request: HttpRequest) -> dict[str, Any]:
+def status(request: HttpRequest, cwd: str | None = None) -> dict[str, Any]:
     token = token_of(request)
-    return {
-        **selectors.store_status(owner=token.owner),
-        "token": {"name": token.name, "scopes": token.scopes},
-    }
+    report = status_report(owner=token.owner, token=token)
+    if cwd is not None:
+        # The scope hooks from this folder write into, so a client finds its project.
+        report["project_scope"] = project_scope(cwd[:1000])
+    return report
 
 
 def _require_all_scopes(token: ApiToken) -> None:

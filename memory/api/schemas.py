@@ -474,6 +474,53 @@ class TokenInfoOut(Schema):
     scopes: list[str]
 
 
+class LessonsOut(Schema):
+    yours: int = Field(description="Active lessons in the user's own words (source user).")
+    learned: int = Field(description="Active lessons Engram or an agent inferred.")
+    waiting: int = Field(description="Candidates waiting for review or recurrence.")
+
+
+class HookHealthOut(Schema):
+    state: Literal["ok", "quiet", "stopped", "none"]
+    reason: str
+
+
+class ProjectOut(Schema):
+    scope: str
+    sessions: int
+    sessions_recent: int = Field(description="Sessions started in the last 30 days.")
+    last_hook_at: DateTime | None
+    last_capture_at: DateTime | None
+    last_injection_at: DateTime | None
+    lessons: LessonsOut
+    health: HookHealthOut
+
+
+class WorkerOut(Schema):
+    alive: bool
+    detail: str
+
+
+class QueueOut(Schema):
+    length: int | None
+    oldest_seconds: float | None
+    stuck: bool
+    detail: str
+
+
+class CheckOut(Schema):
+    ok: bool
+    detail: str
+
+
+class LlmStateOut(Schema):
+    key_set: bool
+    tokens_today: int
+    budget: int
+    last_failed: bool
+    detail: str
+
+
 class StatusOut(Schema):
     engrams: int
     by_status: dict[str, int]
@@ -481,6 +528,20 @@ class StatusOut(Schema):
     review_open: int
     sessions_today: int
     token: TokenInfoOut
+    lessons: LessonsOut | None = None
+    projects: list[ProjectOut] | None = Field(
+        None,
+        description=(
+            "Projects with a session in the last 30 days: last hook received, last lesson "
+            "captured, last injection, lessons, and whether hooks still arrive."
+        ),
+    )
+    worker: WorkerOut | None = None
+    queue: QueueOut | None = None
+    embedder: CheckOut | None = None
+    llm: LlmStateOut | None = None
+    server_time: DateTime | None = None
+    project_scope: str | None = Field(None, description="With ?cwd=: its project's scope.")
 
 
 class ImportOut(Schema):

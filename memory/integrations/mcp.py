@@ -15,7 +15,6 @@ from django.db import close_old_connections
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from memory import selectors
 from memory.access import (
     actor_of,
     engram_dict,
@@ -33,6 +32,7 @@ from memory.models import ApiToken
 from memory.services import engrams as engram_services
 from memory.services import episodes as episode_services
 from memory.services import retrieval, sessions
+from memory.status import status_report
 from memory.strength import effective_strength
 
 SERVER_NAME = "engram"
@@ -292,12 +292,10 @@ def build_server(token: ApiToken) -> MCPServer:
     @server.tool()
     @_tool
     def status() -> dict[str, Any]:
-        """Counts by status and band, open review items and sessions today."""
-        body = {
-            **selectors.store_status(owner=owner),
-            "token": {"name": token.name, "scopes": token.scopes},
-        }
-        return StatusOut(**body).model_dump(mode="json")
+        """Counts, lessons (yours / learned / waiting), projects with last hook, capture and
+        injection and whether their hooks still arrive, the worker, the queue, the embedder
+        and the LLM: the same as GET /api/v1/status."""
+        return StatusOut(**status_report(owner=owner, token=token)).model_dump(mode="json")
 
     learning_tools(server, token, _tool)
 

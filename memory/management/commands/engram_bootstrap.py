@@ -38,6 +38,9 @@ class Command(BaseCommand):
             f"\n{bar}\n Engram first run — this is shown once, keep it somewhere safe.\n"
             f"\n Dashboard: {settings.SITE_URL}/\n Username:  {owner.get_username()}\n"
             f" Password:  {password}\n API token: {raw}\n"
-            f"\n Change the password with `manage.py changepassword {owner.get_username()}`.\n"
+            f"\n Change the password with `engram manage changepassword "
+            f"{owner.get_username()}`.\n For `engram doctor`, `engram status` and the Claude "
+            f"Code hooks, put this in your shell profile:\n"
+            f"   export ENGRAM_URL={settings.SITE_URL} ENGRAM_TOKEN={raw}\n"
             f"{bar}\n"
         )

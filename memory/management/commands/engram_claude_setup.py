@@ -12,105 +12,22 @@ import shlex
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.errors import DomainError
 from memory.forms import TokenForm
-from memory.integrations.hookclient import DEFAULT_URL, HOOK_PATH
+from memory.integrations.claude_settings import (
+    COMMAND_NAME,
+    TOKEN_ENV,
+    hook_config,
+    merge_settings,
+)
+from memory.integrations.hookclient import DEFAULT_URL
 from memory.management.owner import resolve_owner
 from memory.models import ApiToken
 from memory.validation import scope as validate_scope
-
-TOKEN_ENV = "ENGRAM_TOKEN"
-# Seconds Claude Code waits for each hook; the tool hooks must never hold the agent up for long.
-EVENT_TIMEOUTS: dict[str, int] = {
-    "SessionStart": 10,
-    "UserPromptSubmit": 10,
-    "PreToolUse": 5,
-    "PostToolUse": 5,
-    "PostToolUseFailure": 5,
-    "Stop": 10,
-    "SessionEnd": 10,
-    "PreCompact": 10,
-}
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
-COMMAND_NAME = "engram-hook"
-
-
-def hook_entry(event: str, *, url: str, command: str | None, scope: str | None) -> dict[str, Any]:
-    """One hook handler: an HTTP hook to the endpoint, or the command client."""
-    timeout = EVENT_TIMEOUTS[event]
-    if command is not None:
-        return {"type": "command", "command": command, "timeout": timeout}
-    target = url.rstrip("/") + HOOK_PATH
-    if scope:
-        target += "?" + urlencode({"scope": scope})
-    return {
-        "type": "http",
-        "url": target,
-        "headers": {"Authorization": f"Bearer ${TOKEN_ENV}"},
-        "allowedEnvVars": [TOKEN_ENV],
-        "timeout": timeout,
-    }
-
-
-def hook_config(*, url: str, command: str | None, scope: str | None) -> dict[str, Any]:
-    """The `hooks` block for every event Engram handles."""
-    hooks: dict[str, Any] = {}
-    for event in EVENT_TIMEOUTS:
-        group: dict[str, Any] = {}
-        if event in TOOL_EVENTS:
-            group["matcher"] = "*"
-        group["hooks"] = [hook_entry(event, url=url, command=command, scope=scope)]
-        hooks[event] = [group]
-    return {"hooks": hooks}
-
-
-def is_engram_hook(entry: Any) -> bool:
-    if not isinstance(entry, dict):
-        return False
-    if entry.get("type") == "http":
-        return str(entry.get("url", "")).split("?", 1)[0].endswith(HOOK_PATH)
-    if entry.get("type") == "command":
-        return COMMAND_NAME in str(entry.get("command", ""))
-    return False
-
-
-def merge_settings(current: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """`current` with Engram's hooks set: its own entries replaced in place, others untouched."""
-    merged = dict(current)
-    hooks = merged.get("hooks")
-    hooks = dict(hooks) if isinstance(hooks, dict) else {}
-    for event, groups in config["hooks"].items():
-        ours = groups[0]
-        existing = hooks.get(event)
-        existing = list(existing) if isinstance(existing, list) else []
-        placed = False
-        kept: list[Any] = []
-        for group in existing:
-            entries = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(entries, list) or not any(is_engram_hook(e) for e in entries):
-                kept.append(group)
-                continue
-            others = [e for e in entries if not is_engram_hook(e)]
-            if not placed:
-                # Our entry takes the place of the first old one, next to the user's others.
-                new_group = dict(group)
-                new_group["hooks"] = [*others, *ours["hooks"]]
-                if "matcher" in ours:
-                    new_group["matcher"] = ours["matcher"]
-                kept.append(new_group)
-                placed = True
-            elif others:
-                kept.append({**group, "hooks": others})
-        if not placed:
-            kept.append(ours)
-        hooks[event] = kept
-    merged["hooks"] = hooks
-    return merged
 
 
 def command_path() -> str:

@@ -68,9 +68,16 @@ class Command(BaseCommand):
                 "--schedule",
                 settings.CELERY_BEAT_SCHEDULE_FILENAME,
             ]
+        # The children find the same data folder however this one was found (ENGRAM_DATA_DIR
+        # or the per-user default), and the server's own URL for what they print.
+        env = {
+            **os.environ,
+            "ENGRAM_DATA_DIR": str(settings.DATA_DIR),
+            "SITE_URL": os.environ.get("SITE_URL") or settings.SITE_URL,
+        }
         procs: dict[str, subprocess.Popen[bytes]] = {}
         for name, cmd in commands.items():
-            procs[name] = subprocess.Popen(cmd, cwd=root)
+            procs[name] = subprocess.Popen(cmd, cwd=root, env=env)
         self.stdout.write(
             f"Engram is running on http://{options['bind']}/ ({', '.join(procs)}). "
             "Press Ctrl-C to stop."
