@@ -4,7 +4,6 @@ rule_with_skill), classified by the LLM or the regexes, refined by the LLM when 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from dialectic import maths
@@ -48,9 +47,7 @@ def instruction_text(synthesis: Synthesis, thesis: Thesis) -> str:
     return text + (" Steps: " + " ".join(steps) if steps else "")
 
 
-def output_decide(
-    *, synthesis: Synthesis, thesis: Thesis, support: Sequence[Trace], against: Sequence[Trace]
-) -> maths.OutputDecision:
+def output_decide(*, synthesis: Synthesis, thesis: Thesis) -> maths.OutputDecision:
     """none / rule / skill / rule_with_skill from the characteristics (the LLM classifies, the
     regexes otherwise), tool diversity and K; refined by the LLM when its confidence is < 0.7."""
     if (

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from dialectic import maths
 from dialectic.models import Antithesis, Synthesis, Thesis, Trace
+from dialectic.services import antitheses
 from memory.services.llm import PRODUCER_HEURISTIC, PRODUCER_LLM, LlmUnavailable, llm_run
 
 SYNTHESIS_TASK = "dialectic_synthesis"
@@ -131,7 +132,7 @@ def draft_fallback(
     thesis: Thesis,
     against: Sequence[frozenset[tuple[str, str]]],
     support: Sequence[frozenset[tuple[str, str]]],
-    against_traces: Sequence[Trace] | None = None,
+    against_rows: Sequence[Antithesis] | None = None,
 ) -> Draft:
     """ "T, except when C" from the antitheses' distinguishing features: the feature (or pair)
     with the best Q; no exception when no feature separates them."""
@@ -148,14 +149,14 @@ def draft_fallback(
         return Draft(habit, "", (), PRODUCER_HEURISTIC)
     best = max(options, key=lambda c: (_quality(c, against, support).q, -len(c)))
     condition = " and ".join(feature_phrase(k, v) for k, v in best)
-    alternative = _alternative(against_traces or [])
+    alternative = _alternative(against_rows or [])
     if alternative:
         condition = f"{condition}: {alternative}"
     return Draft(habit, condition, best, PRODUCER_HEURISTIC)
 
 
-def _alternative(against: Sequence[Trace]) -> str:
-    sequences = Counter(tuple(t.sequence) for t in against)
+def _alternative(against: Sequence[Antithesis]) -> str:
+    sequences = Counter({tuple(r.sequence): r.count for r in against if r.sequence})
     if not sequences:
         return ""
     common = sequences.most_common(1)[0][0]
@@ -224,9 +225,13 @@ def draft_llm(
     return Draft(statement, condition, chosen, PRODUCER_LLM)
 
 
-def _evidence_key(family: Sequence[Thesis], anti_ids: Sequence[int], triggered: bool) -> str:
-    ids = list(anti_ids) if triggered else []
-    raw = json.dumps([sorted(t.pk for t in family), list(family[0].expected_sequence), ids])
+def _evidence_key(
+    family: Sequence[Thesis], anti_counts: Sequence[tuple[int, int]], triggered: bool
+) -> str:
+    """What a synthesis was written from: the theses, the habit and (when the antitheses
+    triggered it) each antithesis row with its count; a second run with nothing new finds it."""
+    counts = [list(c) for c in anti_counts] if triggered else []
+    raw = json.dumps([sorted(t.pk for t in family), list(family[0].expected_sequence), counts])
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
@@ -278,18 +283,16 @@ def syntheses_make(
         if min(t.pk for t in family) != thesis.pk:
             continue  # the family's first thesis speaks for all of it
         tool = thesis.expected_sequence[-1]
-        anti_rows = list(
-            Antithesis.objects.filter(thesis__in=family)
-            .order_by("trace_id")
-            .values_list("trace_id", "observed_at")
-        )
-        anti_ids = {a for a, _ in anti_rows}
+        family_ids = {t.pk for t in family}
+        anti_rows = list(Antithesis.objects.filter(thesis__in=family).order_by("created_at", "id"))
         support_rows = [
-            (pk, when)
-            for pk, when in Trace.objects.filter(
+            row
+            for row in Trace.objects.filter(
                 cluster_id__in=[t.cluster_id for t in family], tool=tool
-            ).values_list("observation_id", "observed_at")
-            if pk not in anti_ids
+            )
+            .order_by("observation_id")
+            .values_list("observation_id", "observed_at", "features", "project", "against")
+            if not family_ids.intersection(row[4] or [])
         ]
         if len(family) > 1:
             confidence = maths.thesis_confidence(
@@ -297,30 +300,25 @@ def syntheses_make(
             )
         else:
             confidence = thesis.confidence
-        weight = maths.antithesis_weight(
-            [when for _, when in anti_rows], [when for _, when in support_rows], now
+        weight = maths.weight_share(
+            sum(maths.decayed_value(r.weight, r.weight_at, now) for r in anti_rows),
+            sum(maths.recency_weight(row[1], now) for row in support_rows),
         )
         triggered = maths.synthesis_triggered(weight, confidence)
         if not triggered and (
             confidence < maths.PUBLISH_MIN_CONFIDENCE or _subsumed(thesis, active)
         ):
             continue
-        key = _evidence_key(family, sorted(anti_ids), triggered)
+        key = _evidence_key(family, [(r.pk, r.count) for r in anti_rows], triggered)
         if Synthesis.objects.filter(thesis=thesis, evidence_key=key).exists():
             continue
-        support = list(
-            Trace.objects.filter(observation_id__in=[pk for pk, _ in support_rows]).order_by(
-                "observation_id"
-            )
-        )
-        against = list(Trace.objects.filter(observation_id__in=anti_ids).order_by("observation_id"))
-        against_f = [t.feature_set for t in against]
-        support_f = [t.feature_set for t in support]
+        against_f = antitheses.variants_of(anti_rows)
+        support_f = [frozenset((str(k), str(v)) for k, v in row[2]) for row in support_rows]
         if triggered:
             try:
                 draft = draft_llm(thesis, against_f, support_f)
             except LlmUnavailable:
-                draft = draft_fallback(thesis, against_f, support_f, against)
+                draft = draft_fallback(thesis, against_f, support_f, anti_rows)
         else:
             draft = Draft(
                 _habit_sentence(thesis, thesis.cluster.label or "this kind of work"),
@@ -329,7 +327,9 @@ def syntheses_make(
                 PRODUCER_HEURISTIC,
             )
         quality = _quality(draft.features, against_f, support_f)
-        projects = sorted({t.project for t in [*support, *against] if t.project})
+        projects = sorted(
+            {row[3] for row in support_rows if row[3]} | {p for r in anti_rows for p in r.projects}
+        )
         with transaction.atomic():
             synthesis, created = Synthesis.objects.get_or_create(
                 thesis=thesis,
@@ -347,8 +347,8 @@ def syntheses_make(
                     "q": quality.q,
                     "antithesis_weight": weight,
                     "confidence": confidence,
-                    "exemplars": len(support),
-                    "support_share": len(support) / max(1, len(support) + len(against)),
+                    "exemplars": len(support_rows),
+                    "support_share": len(support_rows) / max(1, len(support_rows) + len(against_f)),
                     "projects": projects,
                     "producer": draft.producer,
                     "state": Synthesis.State.HELD
@@ -371,7 +371,7 @@ def syntheses_make(
             continue
         if counts is not None:
             counts.accepted += 1
-        output_decide(synthesis=synthesis, thesis=thesis, support=support, against=against)
+        output_decide(synthesis=synthesis, thesis=thesis)
         if synthesis_propose(synthesis=synthesis, now=now) and counts is not None:
             counts.reviews += 1
     return made

@@ -101,6 +101,20 @@ def theses_refresh(*, owner: Any | None = None, now: datetime | None = None) -> 
                     # Antitheses were measured against the old habit: measure them again.
                     fields.update(expected_sequence=sequence, checked_upto=0)
                     Antithesis.objects.filter(thesis=thesis).delete()
+                    _forget_against(thesis)
                 Thesis.objects.filter(pk=thesis.pk).update(**fields)
         changed += 1
     return changed
+
+
+def _forget_against(thesis: Thesis) -> None:
+    """Traces that contradicted the thesis's old habit no longer do (measured again)."""
+    marked = [
+        (pk, against)
+        for pk, against in Trace.objects.filter(owner_id=thesis.owner_id, scope=thesis.scope)
+        .exclude(against=[])
+        .values_list("observation_id", "against")
+        if thesis.pk in (against or [])
+    ]
+    for pk, against in marked:
+        Trace.objects.filter(pk=pk).update(against=[t for t in against if t != thesis.pk])

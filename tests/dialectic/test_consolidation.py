@@ -86,13 +86,55 @@ def test_depth_first_debugging_reads_are_antitheses_of_the_breadth_first_habit(
     stages.theses_refresh(owner=owner)
     found = stages.antitheses_find(owner=owner)
     thesis = Thesis.objects.get(expected_sequence=["Glob", "Grep", "Read", "Read", "Read"])
-    anti = list(Antithesis.objects.filter(thesis=thesis).select_related("trace"))
-    assert len(anti) == 12  # two Reads in each depth-first session
+    rows = list(Antithesis.objects.filter(thesis=thesis))
+    # Two Reads in each depth-first session, kept as one row per distinct sequence.
+    assert sum(r.count for r in rows) == 12
+    assert len(rows) == 2
+    assert all(r.sequence[0] == "Bash" for r in rows)
+    assert all(r.similarity > 0.5 and r.divergence > 0.3 for r in rows)
+    assert all(len(r.exemplars) == 5 and r.trace_id == r.exemplars[-1] for r in rows)
     assert found >= 12
-    assert all(a.trace.sequence[0] == "Bash" for a in anti)
-    assert all(a.similarity > 0.5 and a.divergence > 0.3 for a in anti)
+    contradicting = Trace.objects.filter(observation_id__in=[e for r in rows for e in r.exemplars])
+    assert all(thesis.pk in t.against for t in contradicting)
     # A breadth-first session cut short at its start does not contradict its own habit.
     assert stages.antitheses_find(owner=owner) == 0
+
+
+def test_antithesis_rows_grow_with_distinct_sequences_not_with_traffic(owner: Any) -> None:
+    plant(owner, habit=6, exceptions=6)
+    stages.consolidate(owner=owner)
+    thesis = Thesis.objects.get(expected_sequence=["Glob", "Grep", "Read", "Read", "Read"])
+    before = Antithesis.objects.filter(thesis=thesis).count()
+    plant(owner, habit=30, exceptions=24)  # the habit still dominates its cluster
+    stages.consolidate(owner=owner)
+    thesis.refresh_from_db()
+    assert thesis.expected_sequence == ["Glob", "Grep", "Read", "Read", "Read"]
+    rows = list(Antithesis.objects.filter(thesis=thesis))
+    assert len(rows) == before
+    assert sum(r.count for r in rows) == 12 + 48
+
+
+def test_past_the_cap_rarer_sequences_share_one_other_row(owner: Any) -> None:
+    plant(owner, habit=6, exceptions=2)
+    stages.observations_embed(owner=owner)
+    stages.clusters_assign(owner=owner)
+    stages.theses_refresh(owner=owner)
+    thesis = Thesis.objects.get(expected_sequence=["Glob", "Grep", "Read", "Read", "Read"])
+    tools = ["Bash", "Write", "WebFetch", "TodoWrite", "Task", "LS", "Glob", "Edit", "Grep", "Ls"]
+    for tool in tools:  # ten sessions, each with its own sequence before the same Read
+        replay(
+            owner,
+            [(tool, {"command": "make"}, True)] * 3
+            + [("Read", {"file_path": "src/api/views.py"}, True)],
+        )
+    stages.observations_embed(owner=owner)
+    stages.clusters_assign(owner=owner)
+    stages.antitheses_find(owner=owner)
+    rows = list(Antithesis.objects.filter(thesis=thesis))
+    assert len(rows) == maths.ANTITHESIS_MAX_DISTINCT + 1
+    other = next(r for r in rows if r.sequence_key == Antithesis.OTHER)
+    assert other.sequence == [] and other.count >= 1
+    assert sum(r.count for r in rows) == 4 + len(tools)
 
 
 def test_the_fallback_synthesis_takes_the_antitheses_distinguishing_feature(owner: Any) -> None:
@@ -199,12 +241,7 @@ def test_an_unclear_output_type_is_refined_by_the_llm(owner: Any, fake_claude: A
     )
     plant(owner, habit=6, exceptions=6)
     thesis_synthesis = _first_synthesis(owner)
-    decision = stages.output_decide(
-        synthesis=thesis_synthesis,
-        thesis=thesis_synthesis.thesis,
-        support=[],
-        against=[],
-    )
+    decision = stages.output_decide(synthesis=thesis_synthesis, thesis=thesis_synthesis.thesis)
     assert decision.output_type == "skill"
     thesis_synthesis.refresh_from_db()
     assert thesis_synthesis.characteristics["refined_by"] == "llm"
@@ -217,9 +254,7 @@ def test_without_the_llm_an_unclear_output_type_stays_a_rule(owner: Any) -> None
     Synthesis.objects.filter(pk=synthesis.pk).update(statement="The agent looks at files.")
     synthesis.refresh_from_db()
     synthesis.condition = ""
-    decision = stages.output_decide(
-        synthesis=synthesis, thesis=synthesis.thesis, support=[], against=[]
-    )
+    decision = stages.output_decide(synthesis=synthesis, thesis=synthesis.thesis)
     assert (decision.output_type, decision.confidence) == ("rule", 0.6)
     synthesis.refresh_from_db()
     assert synthesis.characteristics["refined_by"] == "heuristic"
