@@ -355,11 +355,15 @@ def throughput(target: int) -> dict[str, Any]:
     started = time.perf_counter()
     counts = consolidate(owner=owner)
     seconds = time.perf_counter() - started
+    from dialectic.models import Antithesis, Thesis
+
     return {
         "observations": observations,
         "seconds": seconds,
         "per_second": observations / seconds,
         "counts": counts.as_dict(),
+        "antithesis_rows": Antithesis.objects.filter(thesis__owner=owner).count(),
+        "theses": Thesis.objects.filter(owner=owner).count(),
     }
 
 
@@ -408,6 +412,11 @@ def main() -> None:
         f"| Consolidation throughput at {t['observations']} observations | "
         f"{t['per_second']:.0f} obs/s ({t['seconds']:.1f} s, embedding included) |"
     )
+    print(
+        f"| Antithesis rows after {t['observations']} observations | {t['antithesis_rows']} "
+        f"for {t['theses']} theses (at most 10 per thesis: "
+        f"{'yes' if t['antithesis_rows'] <= 10 * t['theses'] else 'no'}) |"
+    )
     print("\nTheses (label = planted pattern most of the cluster's calls come from):\n")
     print(
         "| Thesis | Label (purity) | Habit | conf | Published | Syntheses |\n|---|---|---|---|---|---|"
@@ -423,6 +432,12 @@ def main() -> None:
             f"{th['confidence']:.2f} | {'yes' if th['published'] else 'no'} | {syn or '—'} |"
         )
     log(json.dumps({"stage_counts_quality": q["counts"], "stage_counts_throughput": t["counts"]}))
+    q_values = sorted(
+        (th["label"], th["habit"], s["q"], s["state"])
+        for th in q["theses"]
+        for s in th["syntheses"]
+    )
+    log(json.dumps({"synthesis_q": q_values}))
 
 
 if __name__ == "__main__":
