@@ -45,7 +45,10 @@ __all__ = [
 def consolidate(*, owner: Any | None = None, now: datetime | None = None) -> StageCounts:
     """Run every stage once, in order; each is idempotent, so this is too."""
     counts = StageCounts()
-    counts.embedded = observations_embed(owner=owner)
+    skipped: list[str] = []
+    counts.embedded = observations_embed(owner=owner, skipped=skipped)
+    counts.skipped = len(skipped)
+    counts.details += skipped
     counts.clustered, counts.clusters_created = clusters_assign(owner=owner)
     counts.theses = theses_refresh(owner=owner, now=now)
     counts.antitheses = antitheses_find(owner=owner)

@@ -27,6 +27,7 @@ class StageCounts:
     """What one consolidation run made, stage by stage (the synthesis stage adds its details)."""
 
     embedded: int = 0
+    skipped: int = 0  # observations processed without a vector (the reasons are in details)
     clustered: int = 0
     clusters_created: int = 0
     theses: int = 0
