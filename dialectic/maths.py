@@ -104,6 +104,14 @@ def is_one_tool(sequence: Sequence[str]) -> bool:
     return len(set(sequence)) <= 1
 
 
+TOOL_LIST_RE = re.compile(r"^(?:[A-Z][A-Za-z_]*|then|and|→|->|,|;|\.|\s)+$")
+
+
+def is_tool_list(text: str) -> bool:
+    """Whether a text is only tool names strung together ("Bash then Bash", "Read → Edit")."""
+    return bool(TOOL_LIST_RE.match(text.strip())) if text.strip() else False
+
+
 def expected_sequence(sequences: Sequence[Sequence[str]]) -> tuple[str, ...]:
     """The most common tool sequence. A window cut short by its session's start is shorter
     than the rest: sequences of two calls or more count first (a habit is a sequence), ties

@@ -50,6 +50,7 @@ PURE_MODULES = [
     "dialectic.maths",
     "dialectic.render",
     "dialectic.observe",
+    "dialectic.practice",
     "memory.integrations.artifact_sync",
 ]
 

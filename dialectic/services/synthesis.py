@@ -14,9 +14,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from dialectic import maths
+from dialectic import maths, practice
 from dialectic.models import Antithesis, Synthesis, Thesis, Trace
 from dialectic.services import antitheses
+from dialectic.services.theses import practice_members
 from memory.services.llm import PRODUCER_HEURISTIC, PRODUCER_LLM, LlmUnavailable, llm_run
 
 SYNTHESIS_TASK = "dialectic_synthesis"
@@ -89,19 +90,29 @@ def _quality(
     )
 
 
-def _habit_sentence(thesis: Thesis, label: str) -> str:
+def _habit_sentence(thesis: Thesis, label: str, found: practice.Practice | None = None) -> str:
+    """The habit as an instruction naming its practice: the command (with what comes before
+    it), the steps with the command they run, or the files a survey reads; never a list of
+    one repeated tool."""
     sequence = list(thesis.expected_sequence)
     tools = list(dict.fromkeys(sequence))
+    command = found.command if found is not None else ""
     reading = sum(1 for t in sequence if t in ("Read", "Grep", "Glob", "LS"))
     if reading >= max(3, len(sequence) - 1):
         return (
             f"Prefer a broad survey before going deep on {label}: search and read several "
             "related files before editing any of them."
         )
+    if found is not None and command and maths.is_one_tool(sequence):
+        return found.sentence()
+
+    def step(tool: str) -> str:
+        return f"{tool} (`{command}`)" if tool == "Bash" and command else tool
+
     if len(tools) >= 3:
-        steps = "; ".join(f"{n}. {tool}" for n, tool in enumerate(tools, 1))
+        steps = "; ".join(f"{n}. {step(tool)}" for n, tool in enumerate(tools, 1))
         return f"Workflow for {label}: {steps}. Follow these steps in order."
-    return f"Prefer the usual order of work for {label}: {' then '.join(sequence)}."
+    return f"Prefer the usual order of work for {label}: {' then '.join(map(step, sequence))}."
 
 
 def _sessions(thesis: Thesis) -> set[Any]:
@@ -134,11 +145,12 @@ def draft_fallback(
     against: Sequence[frozenset[tuple[str, str]]],
     support: Sequence[frozenset[tuple[str, str]]],
     against_rows: Sequence[Antithesis] | None = None,
+    found: practice.Practice | None = None,
 ) -> Draft:
     """ "T, except when C" from the antitheses' distinguishing features: the feature (or pair)
     with the best Q; no exception when no feature separates them."""
     label = thesis.cluster.label or "this kind of work"
-    habit = _habit_sentence(thesis, label)
+    habit = _habit_sentence(thesis, label, found)
     candidates = maths.distinguishing_features(against, support, limit=4)
     options: list[tuple[tuple[str, str], ...]] = [((f.kind, f.value),) for f in candidates]
     options += [
@@ -224,6 +236,17 @@ def draft_llm(
         raise LlmUnavailable("invalid", "the synthesis has no statement")
     condition = str(answer.get("condition", "")).strip() if chosen else ""
     return Draft(statement, condition, chosen, PRODUCER_LLM)
+
+
+def _no_practice(thesis: Thesis, draft: Draft, found: practice.Practice) -> str:
+    """Why a synthesis would not be worth proposing ("" when it is): its statement names no
+    concrete practice, or its habit is one repeated command that only looks (`ls`, `git log`)."""
+    text = draft.statement + (f" Except when {draft.condition}." if draft.condition else "")
+    if not practice.names_practice(text):
+        return "names no concrete practice"
+    if maths.is_one_tool(thesis.expected_sequence) and not found.publishable:
+        return f"`{found.command or thesis.expected_sequence[0]}` only looks, no practice"
+    return ""
 
 
 def _evidence_key(
@@ -314,19 +337,27 @@ def syntheses_make(
         if Synthesis.objects.filter(thesis=thesis, evidence_key=key).exists():
             continue
         against_f = antitheses.variants_of(anti_rows)
+        found = practice.practice_of(
+            practice_members(list(Trace.objects.filter(cluster_id=thesis.cluster_id)))
+        )
         support_f = [frozenset((str(k), str(v)) for k, v in row[2]) for row in support_rows]
         if triggered:
             try:
                 draft = draft_llm(thesis, against_f, support_f)
             except LlmUnavailable:
-                draft = draft_fallback(thesis, against_f, support_f, anti_rows)
+                draft = draft_fallback(thesis, against_f, support_f, anti_rows, found)
         else:
             draft = Draft(
-                _habit_sentence(thesis, thesis.cluster.label or "this kind of work"),
+                _habit_sentence(thesis, thesis.cluster.label or "this kind of work", found),
                 "",
                 (),
                 PRODUCER_HEURISTIC,
             )
+        reason = _no_practice(thesis, draft, found)
+        if reason:
+            if counts is not None:
+                counts.details.append(f"thesis {thesis.pk}: {reason}: not proposed")
+            continue
         quality = _quality(draft.features, against_f, support_f)
         projects = sorted(
             {row[3] for row in support_rows if row[3]} | {p for r in anti_rows for p in r.projects}

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from dialectic import maths
+from dialectic import maths, practice
 from dialectic.models import Antithesis, Cluster, Thesis, Trace
 
 # --- theses ---------------------------------------------------------------------------------
@@ -44,9 +44,18 @@ def _label(traces: Sequence[Trace]) -> str:
     return f"{tool}{where}".strip()
 
 
-def thesis_statement(label: str, sequence: Sequence[str]) -> str:
+def thesis_statement(label: str, sequence: Sequence[str], found: practice.Practice) -> str:
+    """The practice when there is one (`Run `uv run pytest -q`.`), with the usual order of work
+    when the window holds more than one tool; never a list of one repeated tool."""
     steps = " → ".join(sequence)
+    if found.command:
+        sentence = found.sentence()
+        return sentence if maths.is_one_tool(sequence) else f"{sentence} Usual order: {steps}."
     return f"For {label}, the observed habit is the sequence {steps}."
+
+
+def practice_members(traces: Sequence[Trace]) -> list[practice.Member]:
+    return [practice.Member(tool=t.tool, text=t.text, previous=t.previous) for t in traces]
 
 
 def theses_refresh(*, owner: Any | None = None, now: datetime | None = None) -> int:
@@ -61,15 +70,25 @@ def theses_refresh(*, owner: Any | None = None, now: datetime | None = None) -> 
     for cluster in clusters.iterator():
         thesis = theses.get(cluster.pk)
         qualifies = maths.is_thesis(cluster.size, cluster.cohesion)
+        members: list[Trace] = []
+        unchanged = (
+            thesis is not None
+            and thesis.size == cluster.size
+            and thesis.status == Thesis.Status.ACTIVE
+        )
+        if unchanged:
+            continue
+        if qualifies:
+            members = list(Trace.objects.filter(cluster=cluster).order_by("observation_id"))
+            sequence = list(maths.expected_sequence([t.sequence for t in members]))
+            found = practice.practice_of(practice_members(members))
+            # One repeated tool (Read, Read, Read) is no habit: only a command practice is.
+            qualifies = not maths.is_one_tool(sequence) or bool(found.command)
         if not qualifies:
             if thesis is not None and thesis.status == Thesis.Status.ACTIVE:
                 Thesis.objects.filter(pk=thesis.pk).update(status=Thesis.Status.DORMANT)
                 changed += 1
             continue
-        if thesis is not None and thesis.size == cluster.size and thesis.status == "active":
-            continue
-        members = list(Trace.objects.filter(cluster=cluster).order_by("observation_id"))
-        sequence = list(maths.expected_sequence([t.sequence for t in members]))
         label = _label(members)
         confidence = maths.thesis_confidence(cluster.size, cluster.cohesion)
         with transaction.atomic():
@@ -80,7 +99,7 @@ def theses_refresh(*, owner: Any | None = None, now: datetime | None = None) -> 
                     owner_id=cluster.owner_id,
                     cluster=cluster,
                     scope=cluster.scope,
-                    statement=thesis_statement(label, sequence),
+                    statement=thesis_statement(label, sequence, found),
                     expected_sequence=sequence,
                     size=cluster.size,
                     cohesion=cluster.cohesion,
@@ -94,7 +113,7 @@ def theses_refresh(*, owner: Any | None = None, now: datetime | None = None) -> 
                     "cohesion": cluster.cohesion,
                     "confidence": confidence,
                     "status": Thesis.Status.ACTIVE,
-                    "statement": thesis_statement(label, sequence),
+                    "statement": thesis_statement(label, sequence, found),
                     "updated_at": now,
                 }
                 if sequence != thesis.expected_sequence:

@@ -176,7 +176,7 @@ def _llm_synthesis(body: dict[str, Any], feature: str = "error") -> dict[str, An
     data = json.loads(prompt[prompt.index("{") : prompt.rindex("}") + 1])
     chosen = [k for k, f in data["candidate_features"].items() if f["kind"] == feature]
     return {
-        "statement": "Survey broadly before editing API code: glob, grep, then read.",
+        "statement": "Survey `src/api/*.py` broadly before editing: glob, grep, then read.",
         "condition": "a test run just failed: follow the failure depth-first",
         "features": chosen[:1],
     }
@@ -193,7 +193,7 @@ def test_the_llm_words_the_synthesis_when_a_key_is_set(owner: Any, fake_claude: 
     stages.consolidate(owner=owner)
     synthesis = Synthesis.objects.get(condition__startswith="a test run")
     assert synthesis.producer == "llm"
-    assert synthesis.statement.startswith("Survey broadly")
+    assert synthesis.statement.startswith("Survey `src/api/*.py` broadly")
     assert synthesis.features == [["error", "Bash failed"]]
     assert synthesis.q > 0.6 and synthesis.state == Synthesis.State.REVIEW
     assert synthesis.characteristics["classified_by"] == "llm"
@@ -284,3 +284,18 @@ def test_engram_consolidate_prints_what_each_stage_produced(owner: Any) -> None:
     call_command("engram_consolidate", "--user", owner.username, stdout=again)
     assert "observations embedded:   0" in again.getvalue()
     assert "syntheses written:       0" in again.getvalue()
+
+
+def test_a_synthesis_naming_no_concrete_practice_is_never_written(
+    owner: Any, fake_claude: Any
+) -> None:
+    def vague(body: dict[str, Any]) -> dict[str, Any]:
+        return {**_llm_synthesis(body), "statement": "Prefer Read then Read then Read."}
+
+    fake_claude.on(stages.SYNTHESIS_TASK, vague)
+    fake_claude.on(stages.CLASSIFY_TASK, lambda body: {"imperative": True, "procedural": False})
+    fake_claude.on("dialectic_score_steps", lambda body: {"steps": []})
+    plant(owner, habit=6, exceptions=6)
+    counts = stages.consolidate(owner=owner)
+    assert not Synthesis.objects.filter(producer="llm").exists()
+    assert any("names no concrete practice: not proposed" in d for d in counts.details)

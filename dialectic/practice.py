@@ -1,0 +1,166 @@
+"""The concrete practice a cluster's members share, and the sentences that state it (DESIGN v3
+"Dialectic and maintenance": a thesis or synthesis names a concrete practice — a command, a
+flag, a file pattern or a tool choice — never a list of tool names).
+
+Pure: observation texts in (as `dialectic.observe` writes them), sentences out; no Django.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dialectic import maths
+
+COMMAND_RE = re.compile(r"`([^`]+)`")
+SHARE_FLAG = 0.5  # a flag joins the practice when at least half the runs use it
+SHARE_PREFIX = 0.6  # the practice's words: those at least 60 % of the runs start with
+SHARE_BEFORE = 0.5  # the call before is part of the practice when half the runs follow it
+FAILED = " failed"
+FILE_TOOLS = ("Read", "Edit", "Write", "MultiEdit", "NotebookEdit")
+# Commands that only look (list, print, search, show state): running them is no practice to
+# publish on its own, only as a step before an action.
+LOOKING = frozenset(
+    {
+        "ls", "cat", "head", "tail", "less", "more", "grep", "egrep", "rg", "ag", "find", "tree",
+        "wc", "echo", "printf", "pwd", "which", "type", "file", "stat", "du", "df", "ps",
+        "lsof", "date", "env", "printenv", "sleep", "true", "jq", "sort", "uniq", "diff",
+        "git status", "git log", "git diff", "git show", "git branch", "git remote",
+        "git rev-parse", "git ls-files", "git blame", "gh pr view", "gh pr list", "gh run view",
+        "gh run list", "gh issue view", "gh issue list", "gh api", "docker ps", "docker logs",
+        "docker compose ps", "docker compose logs", "curl", "open", "sed", "awk",
+    }
+)  # fmt: skip
+# A file pattern (`*.py`, `.py files`) or a backticked command or flag: a concrete practice.
+PATTERN_RE = re.compile(r"(\*\.\w+|\.\w{1,6} files?\b)")
+
+
+@dataclass(frozen=True)
+class Member:
+    """One observation of a cluster, as a practice is read from it."""
+
+    tool: str
+    text: str  # its observation text
+    previous: str = ""  # the call before it, in its session
+
+
+def command_in(text: str) -> str:
+    """The command of a Bash observation text (`Bash `pytest -x` failed` → `pytest -x`)."""
+    match = COMMAND_RE.search(text)
+    return match.group(1) if match else ""
+
+
+def failed(text: str) -> bool:
+    return text.endswith(FAILED)
+
+
+def common_command(commands: Sequence[str]) -> str:
+    """What most runs share: the leading words at least 60 % of them start with, then the
+    flags at least half of those runs use (`uv run pytest tests/ -q`)."""
+    runs = [c.split(" ") for c in commands if c]
+    if not runs:
+        return ""
+    words: list[str] = []
+    group = runs
+    while True:
+        nexts = Counter(r[len(words)] for r in group if len(r) > len(words))
+        if not nexts:
+            break
+        word, n = nexts.most_common(1)[0]
+        if n < SHARE_PREFIX * len(group) or word.startswith("-") or word in ("|", "&&", ";"):
+            break
+        words.append(word)
+        group = [r for r in group if r[: len(words)] == words]
+    if not words:
+        return ""
+    flags = Counter(w for r in group for w in dict.fromkeys(r[len(words) :]) if w.startswith("-"))
+    words += [f for f, n in flags.most_common() if n >= SHARE_FLAG * len(group)][:4]
+    return " ".join(words)
+
+
+def main_program(command: str) -> str:
+    """`git log --oneline -<n>` → `git log`; `uv run pytest -x` → `uv run pytest`."""
+    words = [w for w in command.split(" ") if w and not w.startswith(("-", "<")) and "=" not in w]
+    return " ".join(words[:2]) if len(words) > 1 else (words[0] if words else "")
+
+
+def only_looks(command: str) -> bool:
+    """Whether a command line only looks (lists, prints, searches, shows state)."""
+    parts = [p.strip() for p in re.split(r"\s(?:&&|\|\||;|\|)\s", command) if p.strip()]
+    for part in parts:
+        words = [w for w in part.split(" ") if "=" not in w or w.startswith("-")]
+        head = words[0] if words else ""
+        if head not in LOOKING and " ".join(words[:2]) not in LOOKING:
+            return False
+    return True
+
+
+def step_phrase(text: str) -> str:
+    """A call's text as a step of a sentence: `Edit .py file in src` → `editing .py files in
+    src`, `Bash `make docs`` → `` `make docs` ``."""
+    text = text.removesuffix(FAILED)
+    command = command_in(text)
+    if command:
+        return f"`{command}`"
+    tool, _, rest = text.partition(" ")
+    verbs = {"Read": "reading", "Edit": "editing", "Write": "writing", "MultiEdit": "editing"}
+    rest = rest.replace(" file in ", " files in ").replace("file in the project root", "files")
+    if tool in verbs:
+        return f"{verbs[tool]} {rest}".strip()
+    return f"{tool} {rest}".strip() if rest else tool
+
+
+@dataclass(frozen=True)
+class Practice:
+    """A cluster's practice: the command (Bash) or the kind of file work, what usually comes
+    just before it, and whether most runs failed."""
+
+    tool: str
+    command: str  # the common command, "" for other tools
+    before: str  # the step most runs follow ("" when none dominates)
+    failing: bool
+
+    @property
+    def publishable(self) -> bool:
+        """A command that does something (not only looks), or any command with a dominant
+        step before it; other tools' work is a place, not a practice, on its own."""
+        if not self.command:
+            return False
+        return bool(self.before) or not only_looks(self.command)
+
+    def sentence(self) -> str:
+        if not self.command:
+            return ""
+        if self.failing:
+            return f"When `{self.command}` fails, fix the cause and run it again."
+        if self.before:
+            return f"Run `{self.command}` after {self.before}."
+        return f"Run `{self.command}`."
+
+
+def practice_of(members: Sequence[Member]) -> Practice:
+    """The practice of a cluster from its members (their texts and the calls before them)."""
+    tools = Counter(m.tool for m in members)
+    tool = tools.most_common(1)[0][0] if tools else ""
+    own = [m for m in members if m.tool == tool]
+    command = common_command([command_in(m.text) for m in own]) if tool == "Bash" else ""
+    failing = sum(failed(m.text) for m in own) * 2 > len(own) if own else False
+    befores = Counter(step_phrase(m.previous) for m in own if m.previous)
+    before = ""
+    if befores:
+        phrase, n = befores.most_common(1)[0]
+        mine = f"`{command}`" if command else ""
+        if n >= SHARE_BEFORE * len(own) and phrase != mine and command_in(phrase) != command:
+            before = phrase
+    return Practice(tool=tool, command=command, before=before, failing=failing)
+
+
+def names_practice(statement: str) -> bool:
+    """Whether a thesis or synthesis statement names a concrete practice: a backticked command
+    or flag, or a file pattern; a statement that is only tool names never does."""
+    for command in COMMAND_RE.findall(statement):
+        if command.strip() and not maths.is_tool_list(command):
+            return True
+    return bool(PATTERN_RE.search(statement))
