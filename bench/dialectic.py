@@ -466,7 +466,7 @@ def _parse_time(value: str) -> Any:
         return None
 
 
-def real_replay(owner: Any, raw: str, directory: Path) -> dict[str, Any]:
+def real_replay(owner: Any, raw: str, directory: Path, *, pre: bool = True) -> dict[str, Any]:
     from django.test import Client
     from django.utils import timezone
 
@@ -494,7 +494,8 @@ def real_replay(owner: Any, raw: str, directory: Path) -> dict[str, Any]:
         post({"hook_event_name": "SessionStart", "source": "startup"})
         for call in calls:
             base = {"tool_name": call["tool"], "tool_input": call["input"]}
-            post({"hook_event_name": "PreToolUse", **base})
+            if pre:  # reminders only: it stores nothing consolidation reads
+                post({"hook_event_name": "PreToolUse", **base})
             if call["error"]:
                 post({"hook_event_name": "PostToolUseFailure", **base, "error": call["output"]})
             else:
@@ -533,7 +534,7 @@ def proposal_checks(statement: str) -> dict[str, bool]:
     }
 
 
-def real(directory: Path, reuse: bool) -> dict[str, Any] | None:
+def real(directory: Path, reuse: bool, *, pre: bool = True) -> dict[str, Any] | None:
     from django.contrib.auth import get_user_model
 
     from dialectic.models import Antithesis, Cluster, Synthesis, Thesis
@@ -555,7 +556,8 @@ def real(directory: Path, reuse: bool) -> dict[str, Any] | None:
         owner = User.objects.create_user(username=REAL_USER, password="bench-pass-123")
         _, raw = ApiToken.issue(owner=owner, name="bench")
         started = time.perf_counter()
-        replayed = real_replay(owner, raw, directory)
+        replayed = real_replay(owner, raw, directory, pre=pre)
+        replayed["pre"] = pre
         replayed["seconds"] = time.perf_counter() - started
     started = time.perf_counter()
     counts = consolidate(owner=owner)
@@ -609,7 +611,9 @@ def print_real(r: dict[str, Any], labels: dict[str, Any] | None) -> None:
     if "calls" in r:
         print(
             f"| Replayed | {r['sessions']} sessions, {r['calls']} tool calls "
-            f"({r['observations']} observations) in {r['seconds']:.0f} s |"
+            f"({r['observations']} observations) in {r['seconds']:.0f} s"
+            + ("" if r.get("pre") else ", PostToolUse only")
+            + " |"
         )
     print(f"| Clusters | {r['clusters']} |")
     print(f"| Theses (active) | {r['theses']} |")
@@ -650,12 +654,15 @@ def main() -> None:
     parser.add_argument(
         "--reuse", action="store_true", help="consolidate the last real replay again"
     )
+    parser.add_argument(
+        "--no-pre", action="store_true", help="real run: post no PreToolUse (half the requests)"
+    )
     parser.add_argument("--proposals", type=Path, help="write the real run's syntheses (JSONL)")
     parser.add_argument("--labels", type=Path, default=DEFAULT_LABELS)
     args = parser.parse_args()
     bootstrap(args.database_url)
     if args.real:
-        r = real(args.transcripts, args.reuse)
+        r = real(args.transcripts, args.reuse, pre=not args.no_pre)
         if r is not None:
             if args.proposals:
                 args.proposals.write_text(

@@ -45,7 +45,9 @@ def _populate(apps: Any) -> dict[str, Any]:
         failed = n % 2 == 0
         observed = now - timedelta(days=20 - n)
         observation = observation_model.objects.create(owner=user, tool="Read")
-        feats = [["tool", "Bash"], ["tool", "Read"]] + ([["error", "Bash failed"]] if failed else [])
+        feats = [["tool", "Bash"], ["tool", "Read"]] + (
+            [["error", "Bash failed"]] if failed else []
+        )
         trace = trace_model.objects.create(
             observation=observation,
             owner=user,
