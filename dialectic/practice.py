@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from dialectic import maths
 
@@ -155,6 +156,18 @@ def practice_of(members: Sequence[Member]) -> Practice:
         if n >= SHARE_BEFORE * len(own) and phrase != mine and command_in(phrase) != command:
             before = phrase
     return Practice(tool=tool, command=command, before=before, failing=failing)
+
+
+def steps_text(sequence: Sequence[str], joiner: str = " → ") -> str:
+    """A tool sequence for a sentence, a run of one tool said once with its count
+    (`Glob → Grep → Read (3 times)`), so no sentence strings one tool name after itself."""
+    runs: list[list[Any]] = []
+    for tool in sequence:
+        if runs and runs[-1][0] == tool:
+            runs[-1][1] += 1
+        else:
+            runs.append([tool, 1])
+    return joiner.join(f"{t} ({n} times)" if n > 1 else str(t) for t, n in runs)
 
 
 def names_practice(statement: str) -> bool:

@@ -112,7 +112,8 @@ def _habit_sentence(thesis: Thesis, label: str, found: practice.Practice | None 
     if len(tools) >= 3:
         steps = "; ".join(f"{n}. {step(tool)}" for n, tool in enumerate(tools, 1))
         return f"Workflow for {label}: {steps}. Follow these steps in order."
-    return f"Prefer the usual order of work for {label}: {' then '.join(map(step, sequence))}."
+    order = practice.steps_text([step(tool) for tool in sequence], " then ")
+    return f"Prefer the usual order of work for {label}: {order}."
 
 
 def _sessions(thesis: Thesis) -> set[Any]:

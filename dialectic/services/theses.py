@@ -47,7 +47,7 @@ def _label(traces: Sequence[Trace]) -> str:
 def thesis_statement(label: str, sequence: Sequence[str], found: practice.Practice) -> str:
     """The practice when there is one (`Run `uv run pytest -q`.`), with the usual order of work
     when the window holds more than one tool; never a list of one repeated tool."""
-    steps = " → ".join(sequence)
+    steps = practice.steps_text(sequence)
     if found.command:
         sentence = found.sentence()
         return sentence if maths.is_one_tool(sequence) else f"{sentence} Usual order: {steps}."
