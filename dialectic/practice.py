@@ -16,24 +16,30 @@ from typing import Any
 from dialectic import maths
 
 COMMAND_RE = re.compile(r"`([^`]+)`")
+OPERATORS = frozenset({"|", "&&", "||", ";"})
 SHARE_FLAG = 0.5  # a flag joins the practice when at least half the runs use it
 SHARE_PREFIX = 0.6  # the practice's words: those at least 60 % of the runs start with
 SHARE_BEFORE = 0.5  # the call before is part of the practice when half the runs follow it
 FAILED = " failed"
 FILE_TOOLS = ("Read", "Edit", "Write", "MultiEdit", "NotebookEdit")
-# Commands that only look (list, print, search, show state): running them is no practice to
-# publish on its own, only as a step before an action.
-LOOKING = frozenset(
+# Commands that only look (list, print, search, show state) or shuffle files and processes:
+# running them is no practice to publish on their own, only as a step before an action.
+ROUTINE = frozenset(
     {
         "ls", "cat", "head", "tail", "less", "more", "grep", "egrep", "rg", "ag", "find", "tree",
         "wc", "echo", "printf", "pwd", "which", "type", "file", "stat", "du", "df", "ps",
         "lsof", "date", "env", "printenv", "sleep", "true", "jq", "sort", "uniq", "diff",
+        "mv", "cp", "rm", "mkdir", "rmdir", "touch", "chmod", "ln", "kill", "pkill", "killall",
+        "open", "sed", "awk", "curl", "wget", "cd",
         "git status", "git log", "git diff", "git show", "git branch", "git remote",
-        "git rev-parse", "git ls-files", "git blame", "gh pr view", "gh pr list", "gh run view",
-        "gh run list", "gh issue view", "gh issue list", "gh api", "docker ps", "docker logs",
-        "docker compose ps", "docker compose logs", "curl", "open", "sed", "awk",
+        "git rev-parse", "git ls-files", "git blame", "gh pr view", "gh pr list", "gh run list",
+        "gh issue view", "gh issue list", "gh api", "docker ps", "docker logs", "docker exec",
+        "docker compose ps", "docker compose logs",
     }
 )  # fmt: skip
+LOOKING = ROUTINE
+# Ad hoc code handed to an interpreter (`python -c <code>`) is a one-off, not a practice.
+ADHOC_RE = re.compile(r"(?:^|\s)-[ce] <(?:code|text)>|<code>")
 # A file pattern (`*.py`, `.py files`) or a backticked command or flag: a concrete practice.
 PATTERN_RE = re.compile(r"(\*\.\w+|\.\w{1,6} files?\b)")
 
@@ -58,8 +64,9 @@ def failed(text: str) -> bool:
 
 
 def common_command(commands: Sequence[str]) -> str:
-    """What most runs share: the leading words at least 60 % of them start with, then the
-    flags at least half of those runs use (`uv run pytest tests/ -q`)."""
+    """What most runs share: the leading words (placeholders included) at least 60 % of them
+    start with, then the flags at least half of those runs use in the same command, each with
+    its value's placeholder when it usually has one (`uv run pytest tests/ -q --tb=<v>`)."""
     runs = [c.split(" ") for c in commands if c]
     if not runs:
         return ""
@@ -70,15 +77,41 @@ def common_command(commands: Sequence[str]) -> str:
         if not nexts:
             break
         word, n = nexts.most_common(1)[0]
-        if n < SHARE_PREFIX * len(group) or word.startswith("-") or word in ("|", "&&", ";"):
+        if n < SHARE_PREFIX * len(group) or word in OPERATORS:
             break
         words.append(word)
         group = [r for r in group if r[: len(words)] == words]
     if not words:
         return ""
-    flags = Counter(w for r in group for w in dict.fromkeys(r[len(words) :]) if w.startswith("-"))
-    words += [f for f, n in flags.most_common() if n >= SHARE_FLAG * len(group)][:4]
+    rests = [_first_command(r[len(words) :]) for r in group]
+    flags = Counter(w for rest in rests for w in dict.fromkeys(rest) if w.startswith("-"))
+    for flag, n in flags.most_common():
+        if n < SHARE_FLAG * len(group) or flag in words or len(words) >= 10:
+            continue
+        values = Counter(
+            rest[rest.index(flag) + 1]
+            for rest in rests
+            if flag in rest and rest.index(flag) + 1 < len(rest)
+        )
+        value = values.most_common(1)[0] if values else ("", 0)
+        words.append(flag)
+        if value[0].startswith("<") and value[1] >= SHARE_FLAG * n:
+            words.append(value[0])
     return " ".join(words)
+
+
+def _first_command(words: Sequence[str]) -> list[str]:
+    for n, word in enumerate(words):
+        if word in OPERATORS:
+            return list(words[:n])
+    return list(words)
+
+
+def literal(command: str) -> bool:
+    """Whether a command names more than its program: a subcommand, a flag or a place, not
+    only placeholders (`node <path>/*.cjs <arg>` names nothing)."""
+    words = [w for w in command.split(" ") if w and w not in OPERATORS]
+    return any(not w.startswith("<") and "=<" not in w[:2] for w in words[1:])
 
 
 def main_program(command: str) -> str:
@@ -125,9 +158,12 @@ class Practice:
 
     @property
     def publishable(self) -> bool:
-        """A command that does something (not only looks), or any command with a dominant
-        step before it; other tools' work is a place, not a practice, on its own."""
-        if not self.command:
+        """A command that does something and names more than its program (not only looks,
+        not ad hoc code, not a failure to fix), or a routine one with a distinct step before
+        it; other tools' work is a place, not a practice, on its own."""
+        if not self.command or not literal(self.command) or self.failing:
+            return False
+        if ADHOC_RE.search(self.command):
             return False
         return bool(self.before) or not only_looks(self.command)
 
@@ -136,6 +172,8 @@ class Practice:
             return ""
         if self.failing:
             return f"When `{self.command}` fails, fix the cause and run it again."
+        if self.command.startswith(("source ", ". ")):
+            return f"Start commands with `{self.command} && …`."
         if self.before:
             return f"Run `{self.command}` after {self.before}."
         return f"Run `{self.command}`."
@@ -153,7 +191,9 @@ def practice_of(members: Sequence[Member]) -> Practice:
     if befores:
         phrase, n = befores.most_common(1)[0]
         mine = f"`{command}`" if command else ""
-        if n >= SHARE_BEFORE * len(own) and phrase != mine and command_in(phrase) != command:
+        theirs = main_program(command_in(phrase))
+        distinct = phrase != mine and (not theirs or theirs != main_program(command))
+        if n >= SHARE_BEFORE * len(own) and distinct:
             before = phrase
     return Practice(tool=tool, command=command, before=before, failing=failing)
 

@@ -58,15 +58,29 @@ DATA_PROGRAMS = frozenset(
         "realpath", "readlink", "jq", "yq", "curl", "wget", "tree", "ps", "lsof", "date",
     }
 )  # fmt: skip
-# Programs with two levels of subcommand (`gh pr create`, `docker compose up`, `npm run build`).
-TWO_LEVELS = frozenset(
-    {
-        "gh", "docker", "kubectl", "npm", "pnpm", "yarn", "bun", "uv", "mise", "cargo", "go",
-        "poetry", "pip", "pip3", "brew", "apt", "apt-get", "systemctl", "gcloud", "aws", "az",
-        "terraform", "helm", "dotnet", "rustup", "conda", "just", "task", "make", "deno",
-    }
-)  # fmt: skip
-GIT_TWO_LEVELS = frozenset({"stash", "remote", "worktree", "submodule", "bisect", "lfs"})
+# Programs whose first subcommand may be a group with subcommands of its own (`gh pr create`,
+# `docker compose up`, `npm run build`): only these groups take a second level.
+GROUPS: dict[str, frozenset[str]] = {
+    "docker": frozenset({"compose", "container", "image", "network", "volume", "buildx", "system"}),
+    "podman": frozenset({"compose", "container", "image", "network", "volume", "system"}),
+    "gh": frozenset({"pr", "issue", "run", "repo", "release", "workflow", "auth", "label"}),
+    "kubectl": frozenset({"config", "rollout"}),
+    "npm": frozenset({"run", "exec"}),
+    "pnpm": frozenset({"run", "exec"}),
+    "yarn": frozenset({"run", "workspace"}),
+    "bun": frozenset({"run", "x"}),
+    "mise": frozenset({"run", "exec"}),
+    "uv": frozenset({"pip", "tool", "python"}),
+    "go": frozenset({"mod", "tool", "work"}),
+    "cargo": frozenset({"run"}),
+    "poetry": frozenset({"env", "self"}),
+    "pip": frozenset({"cache"}),
+    "brew": frozenset({"services"}),
+    "gcloud": frozenset({"compute", "run", "auth", "config"}),
+    "aws": frozenset({"s3", "ecr", "ecs", "lambda", "sts"}),
+    "terraform": frozenset({"workspace", "state"}),
+    "git": frozenset({"stash", "remote", "worktree", "submodule", "bisect", "lfs"}),
+}
 # Steps that set the scene for the command after them; the practice is that command.
 SETUP = frozenset({"cd", "pushd", "popd", "export", "set", "unset", "pwd", "clear", "true"})
 # File extensions (a word ending so is a file, not a subcommand): common source, data and
@@ -203,7 +217,8 @@ def _argument(word: str, quoted: bool, kind: str, cwd: str, after_flag: bool) ->
         return "<v>"
     if _URL.match(word):
         return "<url>"
-    if any(c in word for c in "*?[") and " " not in word and len(word) <= 40 and word[0] not in "/~":
+    globbing = any(c in word for c in "*?[") and " " not in word
+    if globbing and len(word) <= 40 and word[0] not in "/~":
         return word  # a file pattern is the practice (`-name *.py`, `git add '*.md'`)
     if quoted and (" " in word or "\n" in word or not word):
         return "<text>"
@@ -284,14 +299,12 @@ def _shape(words: list[tuple[str, bool, str]], assignments: list[str], cwd: str)
     elif program in ("source", ".") and args and not args[0][0].startswith("/"):
         tail.append(args[0][0][:60])
         args = args[1:]
-    elif program not in DATA_PROGRAMS:
-        levels = 2 if base in TWO_LEVELS else 1
-        while levels and args and _is_subcommand(args[0]):
+    elif program not in DATA_PROGRAMS and args and _is_subcommand(args[0]):
+        head.append(args[0][0])
+        args = args[1:]
+        if head[-1] in GROUPS.get(base, ()) and args and _is_subcommand(args[0]):
             head.append(args[0][0])
-            if program == "git" and args[0][0] in GIT_TWO_LEVELS:
-                levels += 1
             args = args[1:]
-            levels -= 1
     after_flag = False
     for word, quoted, kind in args:
         if word.startswith("-") and not quoted and len(word) > 1:
