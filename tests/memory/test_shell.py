@@ -14,10 +14,19 @@ from memory.maths.shell import command_shape, path_placeholder
         ("pytest specs/x_spec.py -v", "pytest specs/*.py -v"),
         ("pytest specs/y_spec.py", "pytest specs/*.py"),
         ("cd /home/a/shop && git status", "git status"),
-        ("source .venv/bin/activate && pytest specs/", "source .venv/bin/activate && pytest specs/"),
-        ("DEBUG=1 uv run pytest tests/test_a.py -x --tb=short", "DEBUG=<v> uv run pytest tests/*.py -x --tb=<v>"),
+        (
+            "source .venv/bin/activate && pytest specs/",
+            "source .venv/bin/activate && pytest specs/",
+        ),
+        (
+            "DEBUG=1 uv run pytest tests/test_a.py -x --tb=short",
+            "DEBUG=<v> uv run pytest tests/*.py -x --tb=<v>",
+        ),
         ("uv run pytest tests/ -q 2>&1 | tail -20", "uv run pytest tests/ -q | tail"),
-        ("git add src/a.py src/b.py && git commit -m 'fix: it'", "git add src/*.py && git commit -m <text>"),
+        (
+            "git add src/a.py src/b.py && git commit -m 'fix: it'",
+            "git add src/*.py && git commit -m <text>",
+        ),
         ("git add -A", "git add -A"),
         ("git log --oneline -10", "git log --oneline -<n>"),
         ("grep -rn 'def handle' src/", "grep -rn <text> src/"),
