@@ -97,6 +97,22 @@ def common_command(commands: Sequence[str]) -> str:
         words.append(flag)
         if value[0].startswith("<") and value[1] >= SHARE_FLAG * n:
             words.append(value[0])
+    # What most runs name after the command (files by name: `git add <path>`) ...
+    named = [next((w for w in rest if not w.startswith("-")), "") for rest in rests]
+    if sum(bool(w) for w in named) >= SHARE_PREFIX * len(group):
+        paths = sum(1 for w in named if w and ("/" in w or "*" in w or w == "."))
+        words.append("<path>" if paths * 2 >= len(named) else "<arg>")
+    # ... and the command most of them chain after it (`&& git commit`).
+    chained = Counter(
+        " ".join(r[i + 1 : i + 3])
+        for r in group
+        for i in [next((k for k, w in enumerate(r) if k >= len(words) - 1 and w == "&&"), -1)]
+        if i >= 0
+    )
+    if chained:
+        after, n = chained.most_common(1)[0]
+        if n >= SHARE_PREFIX * len(group):
+            words += ["&&", after]
     return " ".join(words)
 
 

@@ -15,7 +15,17 @@ def test_the_common_command_keeps_the_shared_words_and_frequent_flags() -> None:
         "uv run pytest -q",
         "uv run ruff check .",
     ]
-    assert practice.common_command(runs) == "uv run pytest -q"
+    assert practice.common_command(runs) == "uv run pytest -q <path>"
+
+
+def test_files_named_by_most_runs_and_the_command_chained_after_join_the_practice() -> None:
+    runs = [
+        "git add src/*.py && git commit -m <text>",
+        "git add .changeset/*.md && git commit -m <text> && git push",
+        "git add *.md && git commit -m <text>",
+        "git add -A",
+    ]
+    assert practice.common_command(runs) == "git add <path> && git commit"
 
 
 def test_a_practice_says_the_step_most_runs_follow() -> None:
