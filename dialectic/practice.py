@@ -188,7 +188,7 @@ class Practice:
             return ""
         if self.failing:
             return f"When `{self.command}` fails, fix the cause and run it again."
-        if self.command.startswith(("source ", ". ")):
+        if self.command.startswith(("source ", ". ")) and "&&" not in self.command:
             return f"Start commands with `{self.command} && …`."
         if self.before:
             return f"Run `{self.command}` after {self.before}."
