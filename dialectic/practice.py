@@ -131,9 +131,14 @@ def literal(command: str) -> bool:
 
 
 def main_program(command: str) -> str:
-    """`git log --oneline -<n>` → `git log`; `uv run pytest -x` → `uv run pytest`."""
-    words = [w for w in command.split(" ") if w and not w.startswith(("-", "<")) and "=" not in w]
-    return " ".join(words[:2]) if len(words) > 1 else (words[0] if words else "")
+    """The program with its subcommands, up to the first flag or placeholder (at most three
+    words): `git log --oneline -<n>` → `git log`, `uv run pytest -x` → `uv run pytest`."""
+    words: list[str] = []
+    for word in command.split(" "):
+        if not word or word.startswith(("-", "<")) or "=" in word or word in OPERATORS:
+            break
+        words.append(word)
+    return " ".join(words[:3])
 
 
 def only_looks(command: str) -> bool:

@@ -299,8 +299,10 @@ def syntheses_make(
     theses = Thesis.objects.filter(status=Thesis.Status.ACTIVE).select_related("cluster", "owner")
     if owner is not None:
         theses = theses.filter(owner=owner)
-    active = list(theses)
+    # The largest habits first: of two proposals of one practice, the better-evidenced stays.
+    active = sorted(theses, key=lambda t: (-t.size, t.pk))
     families = _families(active)
+    proposed = _proposed_practices(owner)
     for thesis in active:
         if len(thesis.expected_sequence) < 2:
             continue  # one call is not a habit of working in some order
@@ -405,6 +407,30 @@ def syntheses_make(
         if counts is not None:
             counts.accepted += 1
         output_decide(synthesis=synthesis, thesis=thesis)
-        if synthesis_propose(synthesis=synthesis, now=now) and counts is not None:
-            counts.reviews += 1
+        same = (synthesis.scope, practice.main_program(found.command)) if found.command else None
+        if same is not None and same in proposed:
+            if counts is not None:
+                counts.details.append(
+                    f"synthesis {synthesis.pk}: same practice as synthesis {proposed[same]} "
+                    f"(`{same[1]}` in {same[0]}): held, not proposed twice"
+                )
+            continue
+        if synthesis_propose(synthesis=synthesis, now=now):
+            if same is not None:
+                proposed[same] = synthesis.pk
+            if counts is not None:
+                counts.reviews += 1
     return made
+
+
+def _proposed_practices(owner: Any | None) -> dict[tuple[str, str], int]:
+    """(scope, main program) of the command practices waiting in review or published."""
+    rows = Synthesis.objects.filter(state__in=(Synthesis.State.REVIEW, Synthesis.State.APPROVED))
+    if owner is not None:
+        rows = rows.filter(owner=owner)
+    found: dict[tuple[str, str], int] = {}
+    for pk, scope, statement in rows.values_list("pk", "scope", "statement"):
+        program = practice.main_program(practice.command_in(statement))
+        if program:
+            found.setdefault((scope, program), pk)
+    return found
