@@ -596,11 +596,16 @@ def real(directory: Path, reuse: bool, *, pre: bool = True) -> dict[str, Any] | 
 
 
 def labels_summary(path: Path) -> dict[str, Any] | None:
+    """The hand labels: of the proposals, and of the held-back syntheses sampled beside them."""
     if not path.is_file():
         return None
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    useful = sum(1 for r in rows if r.get("label") == "useful")
-    return {"labelled": len(rows), "useful": useful, "share": useful / len(rows) if rows else 0.0}
+    found: dict[str, Any] = {}
+    for name, wanted in (("proposed", True), ("held", False)):
+        part = [r for r in rows if bool(r.get("proposed")) is wanted]
+        useful = sum(1 for r in part if r.get("label") == "useful")
+        found[name] = {"labelled": len(part), "useful": useful}
+    return found
 
 
 def print_real(r: dict[str, Any], labels: dict[str, Any] | None) -> None:
@@ -628,10 +633,13 @@ def print_real(r: dict[str, Any], labels: dict[str, Any] | None) -> None:
     print(f"| Theses that are a repeated tool name / name no practice | {t_repeated} / {t_vague} |")
     print(f"| Consolidation | {r['consolidate_seconds']:.1f} s |")
     if labels:
-        print(
-            f"| Hand-labelled proposals a careful user would accept | {labels['useful']} of "
-            f"{labels['labelled']} ({labels['share']:.0%}) |"
-        )
+        for name, what in (("proposed", "proposals"), ("held", "held-back syntheses (sample)")):
+            part = labels[name]
+            share = part["useful"] / part["labelled"] if part["labelled"] else 0.0
+            print(
+                f"| Hand-labelled {what} a careful user would accept | {part['useful']} of "
+                f"{part['labelled']} ({share:.0%}) |"
+            )
     print("\nProposed for review:\n")
     for s in proposed:
         print(
