@@ -18,6 +18,19 @@ Throughput run: 10,000 observations replayed, then one consolidation timed end t
 
     DEBUG=1 REDIS_URL=redis://127.0.0.1:6379/1 .venv/bin/python bench/dialectic.py
 
+Real-use run (`--real`): every Claude Code transcript under --transcripts (default
+$ENGRAM_TRANSCRIPTS, else /work/data/transcripts; skipped with a message when absent) is replayed
+as one session through the same hook endpoint: SessionStart with the transcript's cwd, then for
+each tool_use in order PreToolUse and PostToolUse (or PostToolUseFailure when its tool_result is
+an error) with the real tool_input and result text, then Stop; each observation keeps the
+transcript's time (shifted so the newest is an hour ago). One `consolidate()` follows, and the
+run reports clusters, theses, antithesis rows, syntheses and the proposals sent to review, each
+checked for a repeated tool name and a concrete practice. `--proposals FILE` writes the
+proposals (text only) for labelling; `--labels FILE` (default bench/labels/dialectic_real.jsonl)
+reads the hand labels back and reports the share a careful user would accept.
+
+    DEBUG=1 REDIS_URL=redis://127.0.0.1:6379/1 .venv/bin/python bench/dialectic.py --real --no-planted
+
 The database comes from --database-url (default: ENGRAM_BENCH_DIALECTIC_DATABASE_URL, else
 postgres://engram@127.0.0.1:5432/engram_bench_dialectic); it is created if missing and
 migrated, and the bench owner's data in it is replaced. Never point it at a database you care
@@ -31,6 +44,7 @@ import json
 import os
 import platform
 import random
+import re
 import statistics
 import sys
 import time
@@ -45,6 +59,9 @@ DEFAULT_DB = "postgres://engram@127.0.0.1:5432/engram_bench_dialectic"
 BENCH_USER = "bench-dialectic"
 HOOK_URL = "/api/v1/hooks/claude-code"
 SEED = 11
+REAL_USER = "bench-dialectic-real"
+DEFAULT_TRANSCRIPTS = "/work/data/transcripts"
+DEFAULT_LABELS = ROOT / "bench" / "labels" / "dialectic_real.jsonl"
 
 Call = tuple[str, dict[str, Any], bool]
 
@@ -355,12 +372,279 @@ def throughput(target: int) -> dict[str, Any]:
     started = time.perf_counter()
     counts = consolidate(owner=owner)
     seconds = time.perf_counter() - started
+    from dialectic.models import Antithesis, Thesis
+
     return {
         "observations": observations,
         "seconds": seconds,
         "per_second": observations / seconds,
         "counts": counts.as_dict(),
+        "antithesis_rows": Antithesis.objects.filter(thesis__owner=owner).count(),
+        "theses": Thesis.objects.filter(owner=owner).count(),
     }
+
+
+# --- real transcripts ------------------------------------------------------------------------
+
+
+def transcript_entries(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a transcript; a line holding two objects back to back (a Claude Code
+    write race) yields both, a line that is not JSON is skipped."""
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        position, line = 0, line.strip()
+        while position < len(line):
+            try:
+                value, end = decoder.raw_decode(line, position)
+            except ValueError:
+                break
+            if isinstance(value, dict):
+                found.append(value)
+            position = end
+            while position < len(line) and line[position].isspace():
+                position += 1
+    return found
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(block.get("text") or "") if isinstance(block, dict) else str(block)
+            for block in content
+        )
+    return json.dumps(content, default=str) if content is not None else ""
+
+
+def transcript_calls(entries: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """(cwd, tool calls in order): each tool_use with its input, result text, error flag and
+    time (the result's, else the call's)."""
+    cwd = next((str(e["cwd"]) for e in entries if e.get("cwd")), "/home/bench/project")
+    results: dict[str, tuple[str, bool, str]] = {}
+    for entry in entries:
+        message = entry.get("message")
+        if entry.get("type") != "user" or not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                results[str(block.get("tool_use_id"))] = (
+                    _result_text(block.get("content")),
+                    bool(block.get("is_error")),
+                    str(entry.get("timestamp") or ""),
+                )
+    calls = []
+    for entry in entries:
+        message = entry.get("message")
+        if entry.get("type") != "assistant" or not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict) or block.get("type") != "tool_use":
+                continue
+            output, error, when = results.get(str(block.get("id")), ("", False, ""))
+            calls.append(
+                {
+                    "tool": str(block.get("name") or ""),
+                    "input": block.get("input") if isinstance(block.get("input"), dict) else {},
+                    "output": output,
+                    "error": error,
+                    "when": when or str(entry.get("timestamp") or ""),
+                }
+            )
+    return cwd, calls
+
+
+def _parse_time(value: str) -> Any:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def real_replay(owner: Any, raw: str, directory: Path, *, pre: bool = True) -> dict[str, Any]:
+    from django.test import Client
+    from django.utils import timezone
+
+    from memory.models import AgentSession, Observation
+
+    client = Client(headers={"Authorization": f"Bearer {raw}"})
+    files = sorted(directory.glob("*/*.jsonl"))
+    sessions = []
+    for path in files:
+        cwd, calls = transcript_calls(transcript_entries(path))
+        if calls:
+            sessions.append((path, cwd, calls))
+    times = [t for _, _, calls in sessions for c in calls if (t := _parse_time(c["when"]))]
+    shift = (timezone.now() - timedelta(hours=1)) - max(times) if times else timedelta(0)
+    count = 0
+    for number, (path, cwd, calls) in enumerate(sessions):
+        sid = f"real-{number}-{path.stem}"[:200]
+
+        def post(payload: dict[str, Any], sid: str = sid, cwd: str = cwd) -> None:
+            body = {"session_id": sid, "cwd": cwd, **payload}
+            answer = client.post(HOOK_URL, json.dumps(body), content_type="application/json")
+            if answer.status_code != 200:
+                raise SystemExit(f"hook answered {answer.status_code}: {answer.content!r}")
+
+        post({"hook_event_name": "SessionStart", "source": "startup"})
+        for call in calls:
+            base = {"tool_name": call["tool"], "tool_input": call["input"]}
+            if pre:  # reminders only: it stores nothing consolidation reads
+                post({"hook_event_name": "PreToolUse", **base})
+            if call["error"]:
+                post({"hook_event_name": "PostToolUseFailure", **base, "error": call["output"]})
+            else:
+                post({"hook_event_name": "PostToolUse", **base, "tool_response": call["output"]})
+        post({"hook_event_name": "Stop", "last_assistant_message": "done"})
+        session = AgentSession.objects.get(owner=owner, session_id=sid)
+        observed = list(Observation.objects.filter(session=session).order_by("id"))
+        for observation, call in zip(observed, calls, strict=False):
+            when = _parse_time(call["when"])
+            if when is not None:
+                Observation.objects.filter(pk=observation.pk).update(created_at=when + shift)
+        count += len(calls)
+        log(f"real: {path.parent.name}/{path.name}: {len(calls)} calls")
+    return {"files": len(files), "sessions": len(sessions), "calls": count}
+
+
+def real_reset(owner: Any) -> None:
+    """Forget what consolidation made of the owner's observations (to consolidate again)."""
+    from dialectic.models import Cluster, Synthesis, Trace
+    from memory.models import Observation, ReviewItem
+
+    ReviewItem.objects.filter(owner=owner, kind="synthesis").delete()
+    Synthesis.objects.filter(owner=owner).delete()
+    Trace.objects.filter(owner=owner).delete()
+    Cluster.objects.filter(owner=owner).delete()
+    Observation.objects.filter(owner=owner).update(processed_at=None, embedding=None)
+
+
+def proposal_checks(statement: str) -> dict[str, bool]:
+    from dialectic import maths, practice
+
+    repeated = bool(re.search(r"\b([A-Z]\w+)(?: then | → )\1\b", statement))
+    return {
+        "repeated_tool": repeated or maths.is_tool_list(statement),
+        "names_practice": practice.names_practice(statement),
+    }
+
+
+def real(directory: Path, reuse: bool, *, pre: bool = True) -> dict[str, Any] | None:
+    from django.contrib.auth import get_user_model
+
+    from dialectic.models import Antithesis, Cluster, Synthesis, Thesis
+    from dialectic.services.consolidation import consolidate
+    from memory.models import ApiToken, Observation, ReviewItem
+
+    if not directory.is_dir():
+        log(
+            f"real: no transcripts in {directory} (set --transcripts or ENGRAM_TRANSCRIPTS): skipped"
+        )
+        return None
+    User = get_user_model()
+    owner = User.objects.filter(username=REAL_USER).first()
+    replayed: dict[str, Any] = {}
+    if reuse and owner is not None and Observation.objects.filter(owner=owner).exists():
+        real_reset(owner)
+    else:
+        User.objects.filter(username=REAL_USER).delete()
+        owner = User.objects.create_user(username=REAL_USER, password="bench-pass-123")
+        _, raw = ApiToken.issue(owner=owner, name="bench")
+        started = time.perf_counter()
+        replayed = real_replay(owner, raw, directory, pre=pre)
+        replayed["pre"] = pre
+        replayed["seconds"] = time.perf_counter() - started
+    started = time.perf_counter()
+    counts = consolidate(owner=owner)
+    seconds = time.perf_counter() - started
+    syntheses = list(Synthesis.objects.filter(owner=owner).select_related("thesis"))
+    proposed = [s for s in syntheses if s.review_item_id is not None]
+    written = [
+        {
+            "id": s.pk,
+            "text": s.statement + (f" Except when {s.condition}." if s.condition else ""),
+            "state": s.state,
+            "q": round(s.q, 2),
+            "confidence": round(s.confidence, 2),
+            "exemplars": s.exemplars,
+            "proposed": s.review_item_id is not None,
+        }
+        for s in syntheses
+    ]
+    for item in written:
+        item.update(proposal_checks(str(item["text"])))
+    theses = list(Thesis.objects.filter(owner=owner, status="active"))
+    return {
+        **replayed,
+        "observations": Observation.objects.filter(owner=owner).count(),
+        "consolidate_seconds": seconds,
+        "counts": counts.as_dict(),
+        "details": counts.details,
+        "clusters": Cluster.objects.filter(owner=owner).count(),
+        "theses": len(theses),
+        "thesis_statements": [t.statement for t in theses],
+        "antithesis_rows": Antithesis.objects.filter(thesis__owner=owner).count(),
+        "syntheses": written,
+        "proposed": len(proposed),
+        "reviews": ReviewItem.objects.filter(owner=owner, kind="synthesis").count(),
+    }
+
+
+def labels_summary(path: Path) -> dict[str, Any] | None:
+    """The hand labels: of the proposals, and of the held-back syntheses sampled beside them."""
+    if not path.is_file():
+        return None
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    found: dict[str, Any] = {}
+    for name, wanted in (("proposed", True), ("held", False)):
+        part = [r for r in rows if bool(r.get("proposed")) is wanted]
+        useful = sum(1 for r in part if r.get("label") == "useful")
+        found[name] = {"labelled": len(part), "useful": useful}
+    return found
+
+
+def print_real(r: dict[str, Any], labels: dict[str, Any] | None) -> None:
+    print("\n### Real tool use (Claude Code transcripts replayed through the hooks)\n")
+    written = r["syntheses"]
+    proposed = [s for s in written if s["proposed"]]
+    print("| Measure | Value |\n|---|---|")
+    if "calls" in r:
+        print(
+            f"| Replayed | {r['sessions']} sessions, {r['calls']} tool calls "
+            f"({r['observations']} observations) in {r['seconds']:.0f} s"
+            + ("" if r.get("pre") else ", PostToolUse only")
+            + " |"
+        )
+    print(f"| Clusters | {r['clusters']} |")
+    print(f"| Theses (active) | {r['theses']} |")
+    print(f"| Antithesis rows | {r['antithesis_rows']} |")
+    print(f"| Syntheses written (accepted by Q) | {len(written)} ({r['counts']['accepted']}) |")
+    print(f"| Proposed for review | {r['proposed']} |")
+    repeated = sum(1 for s in written if s["repeated_tool"])
+    vague = sum(1 for s in written if not s["names_practice"])
+    t_repeated = sum(1 for t in r["thesis_statements"] if proposal_checks(t)["repeated_tool"])
+    t_vague = sum(1 for t in r["thesis_statements"] if not proposal_checks(t)["names_practice"])
+    print(f"| Syntheses that are a repeated tool name / name no practice | {repeated} / {vague} |")
+    print(f"| Theses that are a repeated tool name / name no practice | {t_repeated} / {t_vague} |")
+    print(f"| Consolidation | {r['consolidate_seconds']:.1f} s |")
+    if labels:
+        for name, what in (("proposed", "proposals"), ("held", "held-back syntheses (sample)")):
+            part = labels[name]
+            share = part["useful"] / part["labelled"] if part["labelled"] else 0.0
+            print(
+                f"| Hand-labelled {what} a careful user would accept | {part['useful']} of "
+                f"{part['labelled']} ({share:.0%}) |"
+            )
+    print("\nProposed for review:\n")
+    for s in proposed:
+        print(
+            f"- (Q {s['q']:.2f}, conf {s['confidence']:.2f}, {s['exemplars']} exemplars) {s['text']}"
+        )
 
 
 def main() -> None:
@@ -368,8 +652,34 @@ def main() -> None:
     parser.add_argument("--database-url")
     parser.add_argument("--scale", type=float, default=3.0, help="quality run size")
     parser.add_argument("--observations", type=int, default=10_000, help="throughput run size")
+    parser.add_argument("--real", action="store_true", help="replay the real transcripts too")
+    parser.add_argument("--no-planted", action="store_true", help="skip the planted runs")
+    parser.add_argument(
+        "--transcripts",
+        type=Path,
+        default=Path(os.environ.get("ENGRAM_TRANSCRIPTS") or DEFAULT_TRANSCRIPTS),
+    )
+    parser.add_argument(
+        "--reuse", action="store_true", help="consolidate the last real replay again"
+    )
+    parser.add_argument(
+        "--no-pre", action="store_true", help="real run: post no PreToolUse (half the requests)"
+    )
+    parser.add_argument("--proposals", type=Path, help="write the real run's syntheses (JSONL)")
+    parser.add_argument("--labels", type=Path, default=DEFAULT_LABELS)
     args = parser.parse_args()
     bootstrap(args.database_url)
+    if args.real:
+        r = real(args.transcripts, args.reuse, pre=not args.no_pre)
+        if r is not None:
+            if args.proposals:
+                args.proposals.write_text(
+                    "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in r["syntheses"])
+                )
+            print_real(r, labels_summary(args.labels))
+            log(json.dumps({"real_counts": r["counts"], "details": r["details"][:200]}))
+    if args.no_planted:
+        return
     q = quality(args.scale)
     t = throughput(args.observations)
     print("## Dialectic consolidation\n")
@@ -408,6 +718,11 @@ def main() -> None:
         f"| Consolidation throughput at {t['observations']} observations | "
         f"{t['per_second']:.0f} obs/s ({t['seconds']:.1f} s, embedding included) |"
     )
+    print(
+        f"| Antithesis rows after {t['observations']} observations | {t['antithesis_rows']} "
+        f"for {t['theses']} theses (at most 10 per thesis: "
+        f"{'yes' if t['antithesis_rows'] <= 10 * t['theses'] else 'no'}) |"
+    )
     print("\nTheses (label = planted pattern most of the cluster's calls come from):\n")
     print(
         "| Thesis | Label (purity) | Habit | conf | Published | Syntheses |\n|---|---|---|---|---|---|"
@@ -423,6 +738,12 @@ def main() -> None:
             f"{th['confidence']:.2f} | {'yes' if th['published'] else 'no'} | {syn or '—'} |"
         )
     log(json.dumps({"stage_counts_quality": q["counts"], "stage_counts_throughput": t["counts"]}))
+    q_values = sorted(
+        (th["label"], th["habit"], s["q"], s["state"])
+        for th in q["theses"]
+        for s in th["syntheses"]
+    )
+    log(json.dumps({"synthesis_q": q_values}))
 
 
 if __name__ == "__main__":

@@ -286,8 +286,14 @@ class EvidenceOut(Schema):
 
 
 class AntithesisOut(EvidenceOut):
+    """One distinct way the habit was not followed: its tool sequence, how many observations
+    went that way (`count`), the latest one's call (`observation_id`, `text`, `observed_at`)
+    and the latest few (`exemplars`, observation ids)."""
+
     similarity: float
     divergence: float
+    count: int
+    exemplars: list[int]
 
 
 class ThesisDetailOut(ThesisOut):
@@ -347,15 +353,14 @@ def thesis_detail(request: HttpRequest, thesis_id: int) -> dict[str, Any]:
         raise NotFound("Thesis")
     evidence = Trace.objects.filter(cluster_id=thesis.cluster_id).order_by("-observation_id")[:50]
     anti = (
-        Antithesis.objects.filter(thesis=thesis).select_related("trace").order_by("-observed_at")
+        Antithesis.objects.filter(thesis=thesis)
+        .select_related("trace")
+        .order_by("-count", "-observed_at")
     )[:50]
     return {
         **selectors.thesis_dict(thesis),
         "evidence": [_evidence(t) for t in evidence],
-        "antitheses_list": [
-            {**_evidence(a.trace), "similarity": a.similarity, "divergence": a.divergence}
-            for a in anti
-        ],
+        "antitheses_list": [selectors.antithesis_dict(a) for a in anti],
         "syntheses": [
             selectors.synthesis_dict(s) for s in thesis.syntheses.order_by("-created_at")
         ],

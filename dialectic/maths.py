@@ -7,6 +7,8 @@ cohesion follows from the running sum of its members' vectors.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from collections import Counter
@@ -45,6 +47,10 @@ SESSION_WINDOW = 5  # the tool sequence of an observation: the 5 calls ending wi
 # weight every 14 days, and the antithesis weight is the recency-weighted share of the thesis's
 # evidence that contradicts it, so one old exception cannot outweigh a habit.
 ANTITHESIS_HALF_LIFE_DAYS = 14.0
+# Not in DESIGN (decisions): antitheses are stored per distinct tool sequence, at most this many
+# per thesis (the rarer ones past it share one "other" row), each with its latest exemplars.
+ANTITHESIS_MAX_DISTINCT = 8
+ANTITHESIS_EXEMPLARS = 5
 
 
 # --- clusters and theses --------------------------------------------------------------------
@@ -93,6 +99,19 @@ def thesis_confidence(n: int, cohesion: float) -> float:
     return min(1.0, n / THESIS_FULL_CONFIDENCE_AT) * max(0.0, cohesion)
 
 
+def is_one_tool(sequence: Sequence[str]) -> bool:
+    """A sequence made of one tool name repeated (Bash, Bash, Bash): not an order of work."""
+    return len(set(sequence)) <= 1
+
+
+TOOL_LIST_RE = re.compile(r"^(?:[A-Z][A-Za-z_]*|then|and|→|->|,|;|\.|\s)+$")
+
+
+def is_tool_list(text: str) -> bool:
+    """Whether a text is only tool names strung together ("Bash then Bash", "Read → Edit")."""
+    return bool(TOOL_LIST_RE.match(text.strip())) if text.strip() else False
+
+
 def expected_sequence(sequences: Sequence[Sequence[str]]) -> tuple[str, ...]:
     """The most common tool sequence. A window cut short by its session's start is shorter
     than the rest: sequences of two calls or more count first (a habit is a sequence), ties
@@ -132,12 +151,39 @@ def recency_weight(observed_at: datetime, now: datetime) -> float:
     return float(0.5 ** (age_days / ANTITHESIS_HALF_LIFE_DAYS))
 
 
+def sequence_key(sequence: Sequence[str]) -> str:
+    """The key of a distinct tool sequence (sha-256 of its compact JSON)."""
+    raw = json.dumps(list(sequence), separators=(",", ":"))
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def decayed_add(weight: float, at: datetime, observed_at: datetime) -> tuple[float, datetime]:
+    """Add one observation to a recency-weighted sum kept as (weight, reference time): the sum
+    of 0.5 ** ((at - t) / half-life) over its observations. The reference moves to the newest
+    observation, so the stored weight never grows past the count."""
+    if observed_at <= at:
+        return weight + recency_weight(observed_at, at), at
+    return weight * recency_weight(at, observed_at) + 1.0, observed_at
+
+
+def decayed_value(weight: float, at: datetime, now: datetime) -> float:
+    """A (weight, reference time) sum as seen at `now`: the same number as summing
+    recency_weight(t, now) over its observations (for observations up to `now`)."""
+    return weight * recency_weight(at, now)
+
+
 def antithesis_weight(
     antitheses: Sequence[datetime], supporting: Sequence[datetime], now: datetime
 ) -> float:
     """The recency-weighted share of the evidence that contradicts the thesis, in [0, 1]."""
     against = sum(recency_weight(t, now) for t in antitheses)
     support = sum(recency_weight(t, now) for t in supporting)
+    return weight_share(against, support)
+
+
+def weight_share(against: float, support: float) -> float:
+    """against / (against + support), 0 when both are 0: the antithesis weight from the
+    recency-weighted sums of each side."""
     total = against + support
     return against / total if total > 0 else 0.0
 

@@ -70,6 +70,10 @@ class Trace(models.Model):
     sequence = models.JSONField(default=list)  # tool names of the session window, oldest first
     features = models.JSONField(default=list)  # [[kind, value], ...] of the window
     paths = models.JSONField(default=list)  # file paths the observation touched
+    previous = models.CharField(max_length=500, blank=True, default="")  # the call before's text
+    # Theses this observation contradicts (ids): its own cluster's thesis's supporting evidence
+    # leaves it out.
+    against = models.JSONField(default=list)
     cluster = models.ForeignKey(
         Cluster, on_delete=models.SET_NULL, null=True, blank=True, related_name="traces"
     )
@@ -117,23 +121,43 @@ class Thesis(models.Model):
 
 
 class Antithesis(models.Model):
-    """An observation close to the thesis (cosine > 0.5) whose tool sequence diverges (D > 0.3)."""
+    """The observations close to a thesis (cosine > 0.5) done another way (D > 0.3), one row per
+    distinct tool sequence: how many, their recency-weighted weight, the feature sets they had
+    (with counts) and the latest few exemplars. Storage grows with distinct behaviour, not with
+    traffic: past `MAX_DISTINCT` sequences a thesis's rarer ones fold into one "other" row."""
+
+    OTHER = "other"  # sequence_key of the row that holds the sequences past the cap
 
     thesis = models.ForeignKey(Thesis, on_delete=models.CASCADE, related_name="antitheses")
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="antitheses")
-    similarity = models.FloatField()
+    sequence = models.JSONField(default=list)  # the tool sequence ([] for the "other" row)
+    sequence_key = models.CharField(max_length=64)
+    count = models.PositiveIntegerField(default=0)
+    # sum of 0.5 ** ((weight_at - observed_at) / 14 days) over its observations; decays from
+    # weight_at on (maths.decayed_value).
+    weight = models.FloatField(default=0.0)
+    weight_at = models.DateTimeField(default=timezone.now)
+    variants = models.JSONField(default=list)  # [[[[kind, value], ...], count], ...]
+    exemplars = models.JSONField(default=list)  # observation ids, oldest first, the latest few
+    projects = models.JSONField(default=list)
+    trace = models.ForeignKey(  # the latest exemplar
+        Trace, on_delete=models.SET_NULL, null=True, blank=True, related_name="antitheses"
+    )
+    similarity = models.FloatField()  # of the latest exemplar
     divergence = models.FloatField()
-    observed_at = models.DateTimeField()
+    observed_at = models.DateTimeField()  # the latest
     created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         verbose_name_plural = "antitheses"
         constraints: ClassVar = [
-            models.UniqueConstraint(fields=["thesis", "trace"], name="dialectic_uniq_antithesis")
+            models.UniqueConstraint(
+                fields=["thesis", "sequence_key"], name="dialectic_uniq_antithesis_sequence"
+            )
         ]
 
     def __str__(self) -> str:
-        return f"against thesis {self.thesis_id}: D={self.divergence:.2f}"
+        return f"against thesis {self.thesis_id}: {' → '.join(self.sequence)} ({self.count})"
 
 
 class Synthesis(models.Model):

@@ -95,8 +95,33 @@ def thesis_dict(thesis: Any, *, antitheses: int | None = None) -> dict[str, Any]
         "cohesion": round(thesis.cohesion, 4),
         "confidence": round(thesis.confidence, 4),
         "status": thesis.status,
-        "antitheses": antitheses if antitheses is not None else thesis.antitheses.count(),
+        "antitheses": antitheses if antitheses is not None else antitheses_count(thesis),
         "updated_at": thesis.updated_at.isoformat(),
+    }
+
+
+def antitheses_count(thesis: Any) -> int:
+    """How many observations contradict the thesis (its rows hold them per sequence)."""
+    from django.db.models import Sum
+
+    return int(thesis.antitheses.aggregate(n=Sum("count"))["n"] or 0)
+
+
+def antithesis_dict(row: Any) -> dict[str, Any]:
+    """One antithesis row as REST and MCP show it: the sequence with its count, and the latest
+    exemplar's call."""
+    trace = row.trace
+    exemplars = [int(e) for e in row.exemplars]
+    return {
+        "observation_id": trace.observation_id if trace else (exemplars[-1] if exemplars else 0),
+        "tool": trace.tool if trace else "",
+        "text": trace.text if trace else "",
+        "sequence": list(row.sequence),
+        "observed_at": row.observed_at.isoformat(),
+        "similarity": row.similarity,
+        "divergence": row.divergence,
+        "count": row.count,
+        "exemplars": exemplars,
     }
 
 
@@ -156,13 +181,14 @@ def clusters_page(
 
 
 def theses_page(owner: Any, *, scope: str | None, limit: int, offset: int) -> tuple[list[Any], int]:
-    from django.db.models import Count
+    from django.db.models import Sum
+    from django.db.models.functions import Coalesce
 
     from dialectic.models import Thesis
 
     rows = (
         Thesis.objects.filter(owner=owner)
-        .annotate(antithesis_count=Count("antitheses"))
+        .annotate(antithesis_count=Coalesce(Sum("antitheses__count"), 0))
         .order_by("-confidence", "id")
     )
     if scope:

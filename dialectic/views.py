@@ -82,7 +82,7 @@ def thesis_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "evidence_count": evidence.count(),
             "antitheses": Antithesis.objects.filter(thesis=thesis)
             .select_related("trace")
-            .order_by("-observed_at")[:50],
+            .order_by("-count", "-observed_at")[:50],
             "syntheses": thesis.syntheses.order_by("-created_at"),
         },
     )

@@ -86,13 +86,55 @@ def test_depth_first_debugging_reads_are_antitheses_of_the_breadth_first_habit(
     stages.theses_refresh(owner=owner)
     found = stages.antitheses_find(owner=owner)
     thesis = Thesis.objects.get(expected_sequence=["Glob", "Grep", "Read", "Read", "Read"])
-    anti = list(Antithesis.objects.filter(thesis=thesis).select_related("trace"))
-    assert len(anti) == 12  # two Reads in each depth-first session
+    rows = list(Antithesis.objects.filter(thesis=thesis))
+    # Two Reads in each depth-first session, kept as one row per distinct sequence.
+    assert sum(r.count for r in rows) == 12
+    assert len(rows) == 2
+    assert all(r.sequence[0] == "Bash" for r in rows)
+    assert all(r.similarity > 0.5 and r.divergence > 0.3 for r in rows)
+    assert all(len(r.exemplars) == 5 and r.trace_id == r.exemplars[-1] for r in rows)
     assert found >= 12
-    assert all(a.trace.sequence[0] == "Bash" for a in anti)
-    assert all(a.similarity > 0.5 and a.divergence > 0.3 for a in anti)
+    contradicting = Trace.objects.filter(observation_id__in=[e for r in rows for e in r.exemplars])
+    assert all(thesis.pk in t.against for t in contradicting)
     # A breadth-first session cut short at its start does not contradict its own habit.
     assert stages.antitheses_find(owner=owner) == 0
+
+
+def test_antithesis_rows_grow_with_distinct_sequences_not_with_traffic(owner: Any) -> None:
+    plant(owner, habit=6, exceptions=6)
+    stages.consolidate(owner=owner)
+    thesis = Thesis.objects.get(expected_sequence=["Glob", "Grep", "Read", "Read", "Read"])
+    before = Antithesis.objects.filter(thesis=thesis).count()
+    plant(owner, habit=30, exceptions=24)  # the habit still dominates its cluster
+    stages.consolidate(owner=owner)
+    thesis.refresh_from_db()
+    assert thesis.expected_sequence == ["Glob", "Grep", "Read", "Read", "Read"]
+    rows = list(Antithesis.objects.filter(thesis=thesis))
+    assert len(rows) == before
+    assert sum(r.count for r in rows) == 12 + 48
+
+
+def test_past_the_cap_rarer_sequences_share_one_other_row(owner: Any) -> None:
+    plant(owner, habit=6, exceptions=2)
+    stages.observations_embed(owner=owner)
+    stages.clusters_assign(owner=owner)
+    stages.theses_refresh(owner=owner)
+    thesis = Thesis.objects.get(expected_sequence=["Glob", "Grep", "Read", "Read", "Read"])
+    tools = ["Bash", "Write", "WebFetch", "TodoWrite", "Task", "LS", "Glob", "Edit", "Grep", "Ls"]
+    for tool in tools:  # ten sessions, each with its own sequence before the same Read
+        replay(
+            owner,
+            [(tool, {"command": "make"}, True)] * 3
+            + [("Read", {"file_path": "src/api/views.py"}, True)],
+        )
+    stages.observations_embed(owner=owner)
+    stages.clusters_assign(owner=owner)
+    stages.antitheses_find(owner=owner)
+    rows = list(Antithesis.objects.filter(thesis=thesis))
+    assert len(rows) == maths.ANTITHESIS_MAX_DISTINCT + 1
+    other = next(r for r in rows if r.sequence_key == Antithesis.OTHER)
+    assert other.sequence == [] and other.count >= 1
+    assert sum(r.count for r in rows) == 4 + len(tools)
 
 
 def test_the_fallback_synthesis_takes_the_antitheses_distinguishing_feature(owner: Any) -> None:
@@ -134,7 +176,7 @@ def _llm_synthesis(body: dict[str, Any], feature: str = "error") -> dict[str, An
     data = json.loads(prompt[prompt.index("{") : prompt.rindex("}") + 1])
     chosen = [k for k, f in data["candidate_features"].items() if f["kind"] == feature]
     return {
-        "statement": "Survey broadly before editing API code: glob, grep, then read.",
+        "statement": "Survey `src/api/*.py` broadly before editing: glob, grep, then read.",
         "condition": "a test run just failed: follow the failure depth-first",
         "features": chosen[:1],
     }
@@ -151,7 +193,7 @@ def test_the_llm_words_the_synthesis_when_a_key_is_set(owner: Any, fake_claude: 
     stages.consolidate(owner=owner)
     synthesis = Synthesis.objects.get(condition__startswith="a test run")
     assert synthesis.producer == "llm"
-    assert synthesis.statement.startswith("Survey broadly")
+    assert synthesis.statement.startswith("Survey `src/api/*.py` broadly")
     assert synthesis.features == [["error", "Bash failed"]]
     assert synthesis.q > 0.6 and synthesis.state == Synthesis.State.REVIEW
     assert synthesis.characteristics["classified_by"] == "llm"
@@ -199,12 +241,7 @@ def test_an_unclear_output_type_is_refined_by_the_llm(owner: Any, fake_claude: A
     )
     plant(owner, habit=6, exceptions=6)
     thesis_synthesis = _first_synthesis(owner)
-    decision = stages.output_decide(
-        synthesis=thesis_synthesis,
-        thesis=thesis_synthesis.thesis,
-        support=[],
-        against=[],
-    )
+    decision = stages.output_decide(synthesis=thesis_synthesis, thesis=thesis_synthesis.thesis)
     assert decision.output_type == "skill"
     thesis_synthesis.refresh_from_db()
     assert thesis_synthesis.characteristics["refined_by"] == "llm"
@@ -217,9 +254,7 @@ def test_without_the_llm_an_unclear_output_type_stays_a_rule(owner: Any) -> None
     Synthesis.objects.filter(pk=synthesis.pk).update(statement="The agent looks at files.")
     synthesis.refresh_from_db()
     synthesis.condition = ""
-    decision = stages.output_decide(
-        synthesis=synthesis, thesis=synthesis.thesis, support=[], against=[]
-    )
+    decision = stages.output_decide(synthesis=synthesis, thesis=synthesis.thesis)
     assert (decision.output_type, decision.confidence) == ("rule", 0.6)
     synthesis.refresh_from_db()
     assert synthesis.characteristics["refined_by"] == "heuristic"
@@ -249,3 +284,18 @@ def test_engram_consolidate_prints_what_each_stage_produced(owner: Any) -> None:
     call_command("engram_consolidate", "--user", owner.username, stdout=again)
     assert "observations embedded:   0" in again.getvalue()
     assert "syntheses written:       0" in again.getvalue()
+
+
+def test_a_synthesis_naming_no_concrete_practice_is_never_written(
+    owner: Any, fake_claude: Any
+) -> None:
+    def vague(body: dict[str, Any]) -> dict[str, Any]:
+        return {**_llm_synthesis(body), "statement": "Prefer Read then Read then Read."}
+
+    fake_claude.on(stages.SYNTHESIS_TASK, vague)
+    fake_claude.on(stages.CLASSIFY_TASK, lambda body: {"imperative": True, "procedural": False})
+    fake_claude.on("dialectic_score_steps", lambda body: {"steps": []})
+    plant(owner, habit=6, exceptions=6)
+    counts = stages.consolidate(owner=owner)
+    assert not Synthesis.objects.filter(producer="llm").exists()
+    assert any("names no concrete practice: not proposed" in d for d in counts.details)

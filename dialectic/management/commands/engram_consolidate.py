@@ -27,6 +27,8 @@ class Command(BaseCommand):
         seconds = time.perf_counter() - started
         out = self.stdout
         out.write(f"observations embedded:   {counts.embedded}")
+        if counts.skipped:
+            out.write(f"observations skipped:    {counts.skipped} (no text; see below)")
         out.write(
             f"observations clustered:  {counts.clustered} ({counts.clusters_created} new clusters)"
         )
