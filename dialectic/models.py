@@ -87,10 +87,6 @@ class Trace(models.Model):
     def __str__(self) -> str:
         return f"{self.tool} → {' → '.join(self.sequence)}"
 
-    @property
-    def feature_set(self) -> frozenset[tuple[str, str]]:
-        return frozenset((str(k), str(v)) for k, v in self.features)
-
 
 class Thesis(models.Model):
     """A cohesive cluster's habit: its most common tool sequence, with conf(T)."""

@@ -376,12 +376,3 @@ def configure(*, threads: int) -> None:
 
 def _threads() -> int:
     return _default_threads
-
-
-def reset_embedder() -> None:
-    """Drop the process-wide embedder and cached hashes (tests, or after swapping files)."""
-    global _instance
-    with _instance_lock:
-        _instance = None
-    with _hash_lock:
-        _hash_cache.clear()

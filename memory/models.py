@@ -428,10 +428,6 @@ class Engram(models.Model):
     def outcome_total(self) -> int:
         return self.followed + self.contradicted + self.ignored + self.irrelevant
 
-    @property
-    def is_abstract(self) -> bool:
-        return self.kind == Engram.Kind.ABSTRACT
-
     # --- state transitions: each returns early (None) when already there ---------------------
 
     def retire(self, *, now: datetime) -> str | None:

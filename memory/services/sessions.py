@@ -14,7 +14,6 @@ from django.db.models import Count
 from django.utils import timezone
 
 from memory import scanner, validation
-from memory.errors import NotFound
 from memory.maths import attribution, coaccess
 from memory.models import AgentSession, Association, Engram, Event, Injection, Observation, Outcome
 from memory.services.activity import activity_mark
@@ -66,13 +65,6 @@ def session_start(
         session.task = task
         session.save(update_fields=["task"])
     activity_mark(owner=owner, scope=scope, when=now)
-    return session
-
-
-def session_get(*, owner: Any, session_id: str) -> AgentSession:
-    session = AgentSession.objects.filter(owner=owner, session_id=session_id).first()
-    if session is None:
-        raise NotFound(f"Session {session_id}")
     return session
 
 
