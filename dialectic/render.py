@@ -21,13 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dialectic import maths
+from memory.integrations.artifact_sync import RULES_DIR, SKILLS_DIR
 
 METADATA_RE = re.compile(
     r"engram:pattern:(?P<pattern>\d+):synthesis:(?P<synthesis>\d+):v(?P<version>\d+):"
     r"(?P<date>[\d-]+):confidence:(?P<confidence>[\d.]+)"
 )
-RULES_DIR = "rules/engram"
-SKILLS_DIR = "skills"
 MAX_PATH_GLOBS = 5
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 

@@ -14,7 +14,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-ALLOWED_PREFIXES = ("rules/engram/", "skills/")
+# The `.claude/` layout Engram writes, defined here once (dialectic.render renders into it).
+CLAUDE_DIR = ".claude"
+RULES_DIR = "rules/engram"  # one markdown rule per synthesis
+SKILLS_DIR = "skills"  # one folder per skill: SKILL.md and scripts/
+ALLOWED_PREFIXES = (f"{RULES_DIR}/", f"{SKILLS_DIR}/")
 MAX_FILE_BYTES = 256 * 1024
 
 
@@ -103,7 +107,7 @@ def sync(artifacts: Any, project_dir: str, home_dir: str | None = None) -> SyncR
         if not isinstance(artifact, dict):
             continue
         base_dir = home if artifact.get("target") == "user" else project_dir
-        root = os.path.join(os.path.abspath(base_dir), ".claude")
+        root = os.path.join(os.path.abspath(base_dir), CLAUDE_DIR)
         active = artifact.get("status") == "active"
         raw_files, raw_stale = artifact.get("files"), artifact.get("stale_files")
         files: list[Any] = raw_files if isinstance(raw_files, list) else []
