@@ -4,7 +4,7 @@ Raw SQL only, so the Django model state (and `makemigrations --check`) is unchan
 part also creates the change log that keeps each process's in-memory dense index fresh.
 
 The DDL is copied here as it was when this migration was written: a migration must not change
-when live code does. `memory/search/legs.py` keeps the same statements for its own checks.
+when live code does. `memory/search/schema.py` keeps the same statements for its own checks.
 """
 
 from django.db import migrations

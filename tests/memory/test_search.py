@@ -8,7 +8,9 @@ import pytest
 from django.db import connection, transaction
 
 from memory.models import EMBEDDING_DIM, Engram
+from memory.search import dense as dense_leg
 from memory.search import legs as search
+from memory.search import lexical as lexical_leg
 from tests.memory.helpers import embed, make_engram
 
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
@@ -267,7 +269,7 @@ def test_the_dense_leg_chooses_exact_or_hnsw_by_scope_size_not_by_the_planner(
     owner: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     crowd = _crowded_store(owner, big=400, small=15)
-    monkeypatch.setattr(search, "EXACT_SCOPE_ROWS", 100)
+    monkeypatch.setattr(dense_leg, "EXACT_SCOPE_ROWS", 100)
 
     big_plan = search.dense_plan(owner, crowd, limit=10, scopes=["project:big"])
     small_plan = search.dense_plan(owner, crowd, limit=10, scopes=["project:small"])
@@ -285,7 +287,7 @@ def test_the_dense_leg_chooses_exact_or_hnsw_by_scope_size_not_by_the_planner(
 
     # A scope just over the threshold, far from the crowd: HNSW finds few of its rows among
     # the crowd's, and the exact query makes up the k.
-    monkeypatch.setattr(search, "EXACT_SCOPE_ROWS", 10)
+    monkeypatch.setattr(dense_leg, "EXACT_SCOPE_ROWS", 10)
     assert _ran_hnsw(search.dense_plan(owner, crowd, limit=10, scopes=["project:small"]))
     small = search.dense(owner, crowd, scopes=["project:small"], limit=10)
     assert [pk for pk, _ in small] == _brute_force("project:small", crowd, 10)
@@ -410,8 +412,8 @@ def test_lexical_on_a_large_store_uses_planner_statistics_with_the_same_ranking(
     query = "python fixtures and caching rule 7"
 
     exact = search.lexical(owner, query, limit=20)
-    key = search._n_key(connection, search.make_filter(owner))
-    search._n_cache[key] = (600.0, float("inf"))
+    key = lexical_leg._n_key(connection, search.make_filter(owner))
+    lexical_leg._n_cache[key] = (600.0, float("inf"))
     estimated = search.lexical(owner, query, limit=20)
 
     assert [pk for pk, _ in estimated] == [pk for pk, _ in exact]
