@@ -38,6 +38,7 @@ PURE_MODULES = [
     "memory.maths.learning.transcript",
     "memory.maths.learning.fixes",
     "memory.maths.ranking",
+    "memory.maths.neighbours",
     "memory.maths.hookhealth",
     "memory.maths.shell",
     "memory.maths.textnorm",

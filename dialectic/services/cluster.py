@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from dialectic import maths
 from dialectic.models import Cluster, Trace, vector_bytes, vector_of
+from memory.maths import neighbours
 
 # --- clustering -----------------------------------------------------------------------------
 
@@ -57,11 +58,7 @@ def _assign(traces: list[Trace]) -> tuple[int, int]:
             if vector is None:
                 continue
             vector = np.array(vector, dtype=np.float32)  # a writable copy
-            best, similarity = -1, -1.0
-            if len(clusters):
-                sims = centroids @ vector
-                best = int(np.argmax(sims))
-                similarity = float(sims[best])
+            best, similarity = neighbours.nearest_row(centroids, vector)
             if best >= 0 and maths.joins_cluster(similarity):
                 cluster = clusters[best]
             else:

@@ -12,6 +12,7 @@ import numpy as np
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from memory.maths import neighbours
 from memory.models import EMBEDDING_DIM, Engram
 from memory.search.dense_sqlite import (
     _dense_sqlite,
@@ -355,9 +356,7 @@ def _exact_many(
     sims = np.stack([np.asarray(q, dtype=np.float64) for q in queries]) @ matrix.T
     out: list[list[tuple[int, float]]] = []
     for row in sims:
-        top = np.argpartition(-row, limit - 1)[:limit] if len(row) > limit else np.arange(len(row))
-        order = top[np.lexsort((pks[top], -row[top]))]
-        out.append([(int(pks[i]), float(row[i])) for i in order])
+        out.append(neighbours.top_k(row, pks, limit))
     return out
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from django.db import transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from memory.maths import neighbours
 from memory.models import EMBEDDING_DIM
 from memory.search.filters import (
     Filter,
@@ -130,11 +131,7 @@ class _OwnerIndex:
         scores = self.matrix[candidates] @ query if candidates.size < n // 2 else None
         if scores is None:
             scores = (self.matrix[:n] @ query)[candidates]
-        k = min(limit, candidates.size)
-        top = np.argpartition(-scores, k - 1)[:k] if k < candidates.size else np.arange(k)
-        hits = [(int(self.pks[candidates[i]]), float(scores[i])) for i in top]
-        hits.sort(key=lambda hit: (-hit[1], hit[0]))
-        return hits
+        return neighbours.top_k(scores, self.pks[candidates], limit)
 
 
 def _scope_ok(flt: Filter, scope: str) -> bool:

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from memory import validation
 from memory.errors import Conflict, InvalidInput, NotFound
+from memory.maths import neighbours
 from patterns import maths
 from patterns.models import EvalRecord, SuccessPattern
 
@@ -127,8 +128,7 @@ def nearest(rows: Any, vector: np.ndarray, limit: int) -> list[tuple[int, float]
     pks = np.fromiter((int(pk) for pk, _ in fetched), dtype=np.int64, count=len(fetched))
     matrix = np.frombuffer(b"".join(bytes(blob) for _, blob in fetched), dtype=np.float32)
     sims = matrix.reshape(len(fetched), -1) @ np.asarray(vector, dtype=np.float32)
-    order = np.lexsort((pks, -sims))[:limit]
-    return [(int(pks[i]), float(sims[i])) for i in order]
+    return neighbours.top_k(sims, pks, limit)
 
 
 def _nearest(owner: Any, scope: str, vector: np.ndarray) -> tuple[SuccessPattern | None, float]:
