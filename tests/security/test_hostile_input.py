@@ -225,3 +225,19 @@ def test_project_rule_files_that_link_out_of_the_project_are_skipped(
     files = suppression.project_rule_files(str(project))
     assert [f.name for f in files] == ["a.md", "b.md"]
     assert suppression.read_statements(files) == [RULE]
+
+
+def test_healthz_says_ok_or_not_per_part_and_nothing_more(
+    client: Client, owner: Any, settings: Any
+) -> None:
+    from memory.models import LlmCall
+
+    settings.ANTHROPIC_API_KEY = "sk-ant-x"
+    LlmCall.objects.create(owner=owner, task="t", outcome="failed", error=f"boom {SECRET}")
+    response = client.get("/healthz")
+    body = response.json()
+    assert set(body) == {"status", "checks"}
+    assert all(check == {"ok": check["ok"]} for check in body["checks"].values())
+    text = response.content.decode()
+    for leak in (SECRET, str(settings.BROKER_DIR), settings.ENGRAM_LLM_MODEL, "token"):
+        assert leak not in text
