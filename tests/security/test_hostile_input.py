@@ -3,6 +3,7 @@ recorded refusal, with nothing leaked and nothing lost (issue #23)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 from pathlib import Path
@@ -241,3 +242,51 @@ def test_healthz_says_ok_or_not_per_part_and_nothing_more(
     text = response.content.decode()
     for leak in (SECRET, str(settings.BROKER_DIR), settings.ENGRAM_LLM_MODEL, "token"):
         assert leak not in text
+
+
+@pytest.mark.parametrize(
+    ("schema", "says"),
+    [
+        ({"type": "object", "properties": {"a": {"$ref": "https://example.org/s.json"}}}, "$ref"),
+        ({"type": "object", "$id": "https://example.org/s.json"}, "$id"),
+        ({"type": "object", "allOf": [{"$ref": "#/definitions/x"}]}, "$ref"),
+        ({"type": "object", "properties": {"a": {"type": "no-such-type"}}}, "not a valid"),
+        ({"type": "object", "required": "a"}, "not a valid"),
+    ],
+)
+def test_a_schema_that_refers_elsewhere_or_is_invalid_is_422(
+    api: Client, fake_claude: Any, schema: dict[str, Any], says: str
+) -> None:
+    response = api.post(
+        "/api/v1/intelligence", {"task": "x", "schema": schema}, content_type="application/json"
+    )
+    assert response.status_code == 422, response.content
+    body = response.json()
+    assert body["code"] == "validation_error"
+    assert says in body["message"]
+    assert fake_claude.requests == []  # nothing was sent, no budget spent
+
+
+def test_template_text_in_observations_stays_literal_in_skill_scripts() -> None:
+    from dialectic import render
+
+    command = "echo '{statement} {steps} {tag} {title}'"
+    lesson = render.Lesson(
+        pattern_id=1,
+        synthesis_id=1,
+        title="Check {statement}",
+        statement="Run the checks {steps} first.",
+        condition="",
+        confidence=0.9,
+        paths=(),
+        steps=(render.Step(tool="Bash", example=command, deterministic=True),),
+    )
+    script = render.hybrid_script(lesson, "engram:pattern:1")
+    constants = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in ast.parse(script).body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+    }
+    assert constants["STATEMENT"] == "Run the checks {steps} first."
+    assert constants["STEPS"][0]["example"] == command
+    assert "Check {statement}" in script
