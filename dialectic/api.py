@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jsonschema
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
@@ -29,6 +30,9 @@ from memory.validation import scope as validate_scope
 router = Router(auth=TokenAuth(), tags=["dialectic"])
 
 INTELLIGENCE_TASK = "dialectic_intelligence"
+# A caller's schema may not point elsewhere (remote retrieval) nor nest without bound.
+REFUSED_SCHEMA_KEYS = frozenset({"$ref", "$id", "$dynamicRef", "$recursiveRef", "$anchor"})
+MAX_SCHEMA_DEPTH = 32
 MAX_CONTEXT_CHARS = 20_000
 
 
@@ -175,6 +179,30 @@ def artifact_retire_endpoint(request: HttpRequest, artifact_id: int) -> dict[str
     return selectors.artifact_dict(artifact_retire(owner=token.owner, artifact_id=artifact.pk))
 
 
+def schema_check(schema: dict[str, Any]) -> None:
+    """InvalidInput unless `schema` is a valid JSON schema with no reference anywhere: `$ref`
+    and `$id` (and the dynamic forms) could make the validator fetch documents, so a caller's
+    schema must be self-contained."""
+    stack: list[tuple[Any, int]] = [(schema, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_SCHEMA_DEPTH:
+            raise InvalidInput("schema", f"is nested deeper than {MAX_SCHEMA_DEPTH} levels")
+        if isinstance(node, dict):
+            refused = sorted(REFUSED_SCHEMA_KEYS.intersection(node))
+            if refused:
+                raise InvalidInput(
+                    "schema", f"must be self-contained: {refused[0]} is not accepted"
+                )
+            stack += [(value, depth + 1) for value in node.values()]
+        elif isinstance(node, list):
+            stack += [(value, depth + 1) for value in node]
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise InvalidInput("schema", f"is not a valid JSON schema: {exc.message}") from None
+
+
 @router.post("/intelligence", response={200: IntelligenceOut, **errors(422, 503)})
 def intelligence(request: HttpRequest, body: IntelligenceIn) -> dict[str, Any]:
     """An intelligence point of a hybrid skill script, answered by Claude through the budgeted
@@ -184,6 +212,7 @@ def intelligence(request: HttpRequest, body: IntelligenceIn) -> dict[str, Any]:
         schema = body.schema_
         if schema.get("type") != "object" or len(json.dumps(schema)) > 8000:
             raise InvalidInput("schema", "must be a JSON schema of type object, under 8 kB")
+        schema_check(schema)
         wrap = False
     else:
         schema = {

@@ -156,7 +156,7 @@ def skill_files(
     return {
         f"{base}/SKILL.md": "\n".join(lines) + "\n",
         f"{base}/scripts/{script}": hybrid_script(lesson, tag),
-        f"{base}/scripts/engram_runtime.py": RUNTIME.replace("{tag}", tag),
+        f"{base}/scripts/engram_runtime.py": fill(RUNTIME, {"tag": tag}),
     }
 
 
@@ -177,12 +177,22 @@ def hybrid_script(lesson: Lesson, tag: str) -> str:
         {"tool": s.tool, "example": s.example, "deterministic": s.deterministic}
         for s in lesson.steps
     ]
-    return (
-        SCRIPT.replace("{tag}", tag)
-        .replace("{title}", lesson.title.replace('"', "'"))
-        .replace("{steps}", pprint.pformat(steps, indent=4, sort_dicts=False))
-        .replace("{statement}", repr(lesson.statement))
+    return fill(
+        SCRIPT,
+        {
+            "tag": tag,
+            "title": lesson.title.replace('"', "'"),
+            "steps": pprint.pformat(steps, indent=4, sort_dicts=False),
+            "statement": repr(lesson.statement),
+        },
     )
+
+
+def fill(template: str, values: dict[str, str]) -> str:
+    """The template with each `{name}` of `values` replaced, in one pass: text inserted for one
+    placeholder (an observed command containing `{statement}`) is never substituted again."""
+    pattern = re.compile("|".join(re.escape("{" + name + "}") for name in values))
+    return pattern.sub(lambda match: values[match.group(0)[1:-1]], template)
 
 
 SCRIPT = '''#!/usr/bin/env python3

@@ -325,6 +325,17 @@ ENGRAM_DECAY_BASE = env_float("ENGRAM_DECAY_BASE", 0.05)
 ENGRAM_RS_FLOOR = env_float("ENGRAM_RS_FLOOR", 0.05)
 ENGRAM_INJECT_BUDGET_TOKENS = env_int("ENGRAM_INJECT_BUDGET_TOKENS", 2000, minimum=100)
 ENGRAM_RETENTION_DAYS = env_int("ENGRAM_RETENTION_DAYS", 90, minimum=1)
+# Files a hook names are read only under these folders (os.pathsep-separated, after realpath):
+# Claude Code transcripts, and the projects whose CLAUDE.md / .claude/rules/ are read.
+ENGRAM_TRANSCRIPT_DIRS = [
+    d for d in os.environ.get("ENGRAM_TRANSCRIPT_DIRS", "").split(os.pathsep) if d.strip()
+] or ["~/.claude/projects"]
+ENGRAM_PROJECT_ROOTS = [
+    d for d in os.environ.get("ENGRAM_PROJECT_ROOTS", "").split(os.pathsep) if d.strip()
+] or ["~"]
+ENGRAM_MAX_TRANSCRIPT_BYTES = env_int(
+    "ENGRAM_MAX_TRANSCRIPT_BYTES", 256 * 1024 * 1024, minimum=1024 * 1024
+)
 # Passphrase that encrypts each owner's exchange private key at rest (scrypt + AES-256-GCM).
 # Empty: derived from SECRET_KEY, so rotating SECRET_KEY then locks the identity; set this to
 # keep the exchange identity independent of the Django secret.

@@ -67,7 +67,8 @@ def _embedder() -> tuple[bool, str]:
 
 
 def _llm() -> tuple[bool, str]:
-    """Optional: never makes /healthz fail; not ok only when the last call to Claude failed."""
+    """Optional: never makes /healthz fail; not ok only when the last call to Claude failed.
+    The detail (model, error, tokens) is shown only on the logged-in health panel."""
     from memory.services.llm import llm_status
 
     status = llm_status()

@@ -536,6 +536,8 @@ class AgentSession(models.Model):
     # Session learning: the Claude Code transcript and how many of its bytes were captured.
     transcript_path = models.CharField(max_length=1000, blank=True, default="")
     transcript_offset = models.BigIntegerField(default=0)
+    # Files this session named that the server would not read, and why (memory.services.localfiles).
+    read_refusals = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints: ClassVar = [

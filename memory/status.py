@@ -35,6 +35,7 @@ from memory.models import (
     LearningDraft,
     Observation,
 )
+from memory.services import localfiles
 from memory.services.history import IMPORT_AGENT
 from memory.services.llm import llm_status
 
@@ -46,7 +47,7 @@ MAX_TRANSCRIPT_ENTRIES = 2000
 # A queued task older than this while the worker answers nothing, or this many waiting, is stuck.
 STUCK_AFTER_SECONDS = 600
 STUCK_LENGTH = 5000
-DEFAULT_TRANSCRIPT_DIRS = ("~/.claude/projects",)
+DEFAULT_TRANSCRIPT_DIRS = localfiles.DEFAULT_TRANSCRIPT_DIRS
 _UNSAFE_FOLDER_CHARS = re.compile(r"[^A-Za-z0-9]")
 
 
@@ -101,8 +102,7 @@ def _newest(*values: datetime | None) -> datetime | None:
 
 def transcript_dirs() -> list[Path]:
     """The folders this server may look into for Claude Code transcripts (realpath)."""
-    configured = getattr(settings, "ENGRAM_TRANSCRIPT_DIRS", None) or DEFAULT_TRANSCRIPT_DIRS
-    return [Path(os.path.realpath(os.path.expanduser(str(d)))) for d in configured]
+    return localfiles.transcript_dirs()
 
 
 def claude_folder_name(cwd: str) -> str:

@@ -98,12 +98,14 @@ def _error_fields(exc: DomainError) -> tuple[str | None, str]:
 @require_GET
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
+    """Readiness without a login: ok or not per part and nothing more (no paths, error text,
+    model or token figures: those stay on the logged-in health panel)."""
     checks = run_checks()
     required = ("database", "broker", "embedder")
     ok = all(checks[name].ok for name in required)
     body = {
         "status": "ok" if ok else "unavailable",
-        "checks": {name: check.as_dict() for name, check in checks.items()},
+        "checks": {name: {"ok": check.ok} for name, check in checks.items()},
     }
     return JsonResponse(body, status=HTTPStatus.OK if ok else HTTPStatus.SERVICE_UNAVAILABLE)
 

@@ -27,15 +27,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
-def _test_defaults(settings: Any) -> Iterator[None]:
-    """Fast password hashing (the production hasher costs ~0.3 s per user) and a fresh
-    in-process dense index, which must not outlive a test's rolled-back rows."""
+def _test_defaults(settings: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Fast password hashing (the production hasher costs ~0.3 s per user), a fresh
+    in-process dense index, which must not outlive a test's rolled-back rows, and pytest's
+    temporary folder standing for the allowed transcript and project folders (the hostile-input
+    tests narrow them)."""
     from memory.integrations.claude_code import reminder_cache_clear
     from memory.search import legs as search
 
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # No test reaches Claude: without the `fake_claude` fixture every LLM feature has no key.
     settings.ANTHROPIC_API_KEY = ""
+    allowed = [str(tmp_path_factory.getbasetemp())]
+    settings.ENGRAM_TRANSCRIPT_DIRS = allowed
+    settings.ENGRAM_PROJECT_ROOTS = allowed
     search.dense_index_clear()
     reminder_cache_clear()
     yield

@@ -9,7 +9,7 @@ redacted insert); reading transcripts, extraction and the LLM run in Celery task
 from __future__ import annotations
 
 import hashlib
-import os
+import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -31,7 +31,7 @@ from memory.models import (
     OwnerSettings,
     ReviewItem,
 )
-from memory.services import extraction
+from memory.services import extraction, localfiles
 from memory.services.engrams import engram_learn
 from memory.services.events import event_record
 from memory.services.jobs import job_enqueue
@@ -197,21 +197,45 @@ def _attached_delta(
 
 
 def _read_delta(session: AgentSession, now: datetime) -> LearningSignal | None:
-    """Read the transcript from the session's offset when this server can (local file)."""
+    """Read the transcript from the session's offset when this server may and can: a regular
+    file under ENGRAM_TRANSCRIPT_DIRS, within the size cap. Lines that are not JSON objects are
+    skipped (their bytes are passed, never stored); a refusal is noted on the session."""
     path = session.transcript_path
-    if not path or not os.path.isabs(path) or not os.path.isfile(path):
+    if not path:
         return None
     try:
-        with open(path, "rb") as handle:
-            handle.seek(session.transcript_offset)
-            data = handle.read(MAX_DELTA_BYTES)
-    except OSError:
+        real = localfiles.allowed_path(path, localfiles.transcript_dirs(), "ENGRAM_TRANSCRIPT_DIRS")
+        data = localfiles.read_regular(
+            real,
+            offset=session.transcript_offset,
+            limit=MAX_DELTA_BYTES,
+            max_size=localfiles.max_transcript_bytes(),
+        )
+    except localfiles.ReadRefused as refused:
+        localfiles.refusal_record(
+            session=session, what=localfiles.TRANSCRIPT, reason=refused.reason, now=now
+        )
         return None
     lines, used = learning.split_complete(data)
     if not used:
         return None
+    kept = [line for line in lines if _is_json_object(line)]
+    if len(kept) < len([line for line in lines if line.strip()]):
+        localfiles.refusal_record(
+            session=session,
+            what=localfiles.TRANSCRIPT,
+            reason="lines that are not JSON objects were skipped",
+            now=now,
+        )
     start = session.transcript_offset
-    return _delta_signal(session=session, lines=lines, start=start, end=start + used, now=now)
+    return _delta_signal(session=session, lines=kept, start=start, end=start + used, now=now)
+
+
+def _is_json_object(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, deep nesting
+        return False
 
 
 def session_capture(*, session_pk: int, now: datetime | None = None) -> dict[str, int]:

@@ -8,13 +8,13 @@ the work once: the claim inside each service decides who does it.
 from __future__ import annotations
 
 import logging
-import os
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
 
 from memory.models import AgentSession, LearningSignal
+from memory.services import localfiles
 from memory.services.learning import session_capture, signal_extract
 from memory.services.sessions import outcomes_attribute
 
@@ -30,7 +30,8 @@ CAPTURE_WINDOW = timedelta(days=1)
 
 
 def _unread_transcripts(now: datetime, cutoff: datetime, limit: int) -> list[int]:
-    """Ended sessions whose transcript this server can read and has lines past the offset."""
+    """Ended sessions whose transcript this server may and can read (under
+    ENGRAM_TRANSCRIPT_DIRS) and has lines past the offset."""
     rows = (
         AgentSession.objects.filter(ended_at__gte=now - CAPTURE_WINDOW, ended_at__lte=cutoff)
         .exclude(transcript_path="")
@@ -39,11 +40,9 @@ def _unread_transcripts(now: datetime, cutoff: datetime, limit: int) -> list[int
     )
     found = []
     for pk, path, offset in rows:
-        try:
-            if os.path.isabs(path) and os.path.getsize(path) > offset:
-                found.append(pk)
-        except OSError:
-            continue
+        size = localfiles.transcript_size(path)
+        if size is not None and size > offset:
+            found.append(pk)
         if len(found) >= limit:
             break
     return found

@@ -2,13 +2,14 @@
 
 At SessionStart the project's CLAUDE.md and .claude/rules/*.md are read — sent by `engram-hook`
 (which runs where the files are), or from the session's cwd when this server can read it (a
-local install). A task embeds their statements and finds the engrams of the session's scope and
+local install, and the cwd inside ENGRAM_PROJECT_ROOTS). A task embeds their statements and finds the engrams of the session's scope and
 global that say the same (cosine >= 0.9): they are left out of this session's injections, and a
 maintenance proposal offers to retire each as redundant.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from django.utils import timezone
 from memory.maths import textnorm
 from memory.models import AgentSession, Engram, Event, ReviewItem
 from memory.search import legs as search
+from memory.services import localfiles
 from memory.services.engrams import embed_texts
 from memory.services.events import event_record
 from memory.validation import GLOBAL_SCOPE
@@ -28,27 +30,35 @@ MAX_STATEMENTS = 200
 
 
 def project_rule_files(cwd: str) -> list[Path]:
-    """CLAUDE.md and .claude/rules/**/*.md under `cwd`, when that folder is on this machine."""
+    """CLAUDE.md and .claude/rules/**/*.md under `cwd`, when that folder is on this machine and
+    inside ENGRAM_PROJECT_ROOTS (ReadRefused when it is not); links that leave the project
+    are not followed."""
     if not cwd:
         return []
-    root = Path(cwd)
+    root = localfiles.allowed_path(cwd, localfiles.project_roots(), "ENGRAM_PROJECT_ROOTS")
     try:
         if not root.is_dir():
             return []
         files = [root / "CLAUDE.md", *sorted((root / ".claude" / "rules").glob("**/*.md"))]
-        return [f for f in files if f.is_file()]
     except OSError:
         return []
+    inside = [root]
+    return [f for f in files if localfiles.is_inside(Path(os.path.realpath(f)), inside)]
 
 
 def read_statements(files: Iterable[Path]) -> list[str]:
+    """The rule lines of the files that are regular and small; others are skipped."""
     found: list[str] = []
     for path in files:
         try:
-            with path.open("rb") as handle:
-                text = handle.read(MAX_RULE_FILE_BYTES).decode("utf-8", "replace")
-        except OSError:
+            data = localfiles.read_regular(
+                Path(os.path.realpath(path)),
+                limit=MAX_RULE_FILE_BYTES,
+                max_size=localfiles.MAX_RULE_FILE_BYTES,
+            )
+        except localfiles.ReadRefused:
             continue
+        text = data.decode("utf-8", "replace")
         found += [s for s in textnorm.rule_lines(text) if s not in found]
     return found[:MAX_STATEMENTS]
 
@@ -60,7 +70,13 @@ def session_suppress(*, session_pk: int) -> list[str]:
         return []
     texts = [t for t in session.project_rules if isinstance(t, str)][:MAX_STATEMENTS]
     if not texts:
-        texts = read_statements(project_rule_files(session.cwd))
+        try:
+            texts = read_statements(project_rule_files(session.cwd))
+        except localfiles.ReadRefused as refused:
+            localfiles.refusal_record(
+                session=session, what=localfiles.PROJECT_RULES, reason=refused.reason
+            )
+            texts = []
     if not texts:
         return []
     vectors = embed_texts(texts)
