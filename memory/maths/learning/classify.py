@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory.maths.learning import cues
 from memory.maths.learning.text import (
     _INLINE_CODE,
     _LEAD_INS,
@@ -459,7 +460,8 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     rest = text[lead.end() :] if lead else ""
     led = bool(lead and (_IMPERATIVE.match(rest) or _rule_kind(rest)))
     kind = _rule_kind(text)
-    if not (led or kind or _CORRECTION_ANY.search(text) or _imperative_rule(text)):
+    cue = cues.is_standing(text)
+    if not (led or kind or cue or _CORRECTION_ANY.search(text) or _imperative_rule(text)):
         return ""
     if (
         _BACK_REFERENCE.match(text)
@@ -498,6 +500,8 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         return kind
     if _imperative_rule(text):
         return INSTRUCTION
+    if cue:
+        return PREFERENCE if cues.PREFERENCE_IN_PASSING.search(text) else INSTRUCTION
     return ""
 
 
@@ -513,10 +517,34 @@ def classify(prompt: str) -> Classification:
     found: list[Clause] = []
     parts = sentences(prompt)
     for index, sentence in enumerate(parts):
+        retracted = cues.retraction_at(sentence)
+        if retracted >= 0:
+            found.clear()  # "…, but I changed my mind", "scratch that": only the final wish
+            sentence = sentence[retracted:] if retracted == 0 else ""
+            sentence = cues.RETRACTION.sub("", sentence, count=1).strip(" ,;:-")
+            if not sentence:
+                continue
+        if (
+            index
+            and cues.WHY_THIS_CHOICE.match(parts[index - 1])
+            and cues.THE_ANSWER.match(sentence)
+        ):
+            # "Why are we using node? We use bun": the answer corrects the choice
+            found.append(Clause(sentence, CORRECTION, index))
+            continue
         kind = classify_sentence(sentence, first=index == 0)
         if not kind:
             continue
         text = _after_announcement(statement_part(sentence))
+        preference = cues.preference_in_passing(text)
+        if (
+            preference
+            and len(preference) < len(text)
+            and not cues.is_standing(cues.PREFERENCE_IN_PASSING.sub("", text))
+        ):
+            # "Build the page; I prefer Bootstrap over Foundation because …": the preference
+            found.append(Clause(preference, PREFERENCE, index))
+            continue
         if _REFERS_BACK.search(_masked(text)):
             previous = parts[index - 1] if index else ""
             if previous and not previous.rstrip().endswith("?") and names_practice(previous):

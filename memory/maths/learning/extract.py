@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from memory.maths.learning import cues
 from memory.maths.learning.classify import _masked, classify, classify_sentence
 from memory.maths.learning.text import (
     _LEAD_INS,
@@ -20,8 +21,6 @@ from memory.maths.learning.text import (
     MAX_DRAFTS_PER_PROMPT,
     MAX_QUOTE_CHARS,
     MIN_CLAUSE_WORDS,
-    TIER_CORRECTION,
-    TIER_EXPLICIT,
 )
 
 # --- the heuristic extractor ----------------------------------------------------------------
@@ -282,7 +281,9 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
         if key in seen:
             continue
         seen.add(key)
-        tier = TIER_CORRECTION if clause.kind == CORRECTION else TIER_EXPLICIT
+        tier = cues.tier_of(
+            clause.text, first=clause.index == 0, correction=clause.kind == CORRECTION
+        )
         drafts.append(
             LessonDraft(
                 statement=statement,
