@@ -84,7 +84,7 @@ _LEAD_INS = re.compile(
     r"as\s+(?:a|for)\s+\w+|in\s+addition|moving\s+on|next|importantly|to\s+be\s+clear|"
     r"actually|wait|hmm|sorry|yes|yeah|please|just|(?!(?:always|never)\b)[A-Z][a-z]+(?=,))"
     r"[\s,:;.!-]+"
-    # "No, use pnpm" loses its "No,"; "No notebooks for notes" keeps its "No".
+    # "No, use pnpm" loses its "No,"; "No print calls in library code" keeps its "No".
     r"|(?:no|nope)\s*[,:;.!-][\s,:;.!-]*)+",
     re.I,
 )
