@@ -76,7 +76,8 @@ def test_the_extractor_takes_the_clause_never_the_whole_prompt() -> None:
     drafts = L.extract(prompt)
     assert [d.statement for d in drafts] == ["Don't use npm here.", "Always use pnpm in this repo."]
     assert drafts[0].polarity == "dont"
-    assert drafts[0].tier == "B"
+    # a correction that names no right way is a candidate (issue #24); the rule after it is not
+    assert drafts[0].tier == "C"
     assert drafts[0].anti_pattern == "use npm here"
     assert drafts[1].polarity == "do"
     assert drafts[1].tier == "A"

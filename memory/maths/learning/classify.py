@@ -375,7 +375,10 @@ _BACK_REFERENCE = re.compile(
 def _is_question(sentence: str) -> bool:
     s = sentence.strip()
     if s.endswith("?"):
-        # "Could you always use pnpm from now on?" is a request phrased as a question.
+        # "Could you always use pnpm from now on?" is a request phrased as a question, and so
+        # is "can we update the rule to make sure you always push?"
+        if cues.RULE_REQUEST.search(s):
+            return False
         return not (_POLITE_REQUEST.match(s) and _STRONG.search(s))
     return bool(_QUESTION_START.match(s)) and not _POLITE_REQUEST.match(s) and "?" in s
 
@@ -451,6 +454,7 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     if (
         _BACK_REFERENCE.match(text)
         and not _STRONG.search(text)
+        and not cues.STANDING_TIME.search(text)
         and not _CORRECTION_ANY.search(text)
     ):
         return ""  # "This is a convention we follow": the reason for the rule before it
@@ -538,7 +542,12 @@ def classify(prompt: str) -> Classification:
                 if len(previous) + len(text) < MAX_CLAUSE_CHARS:
                     # "We use the '@retry' decorator. Add this decorator to all methods."
                     text = previous.rstrip(" .!") + ": " + text[:1].lower() + text[1:]
-            elif kind != CORRECTION and not _STRONG_VALUE.search(text):
+            elif (
+                kind != CORRECTION
+                and not _STRONG_VALUE.search(text)
+                and not cues.STANDING_TIME.search(text)
+                and not cues.RULE_REQUEST.search(text)
+            ):
                 continue  # "Apply this consistently": nothing says what "this" is
         found.append(Clause(text, kind, index))
     return Classification(tuple(found))

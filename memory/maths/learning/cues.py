@@ -19,10 +19,12 @@ from memory.maths.learning.text import TIER_CORRECTION, TIER_EXPLICIT, TIER_INFE
 
 # A time or frequency that reaches past this task: "from now on", "next time", "ever again".
 STANDING_TIME = re.compile(
-    r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on(?:\s+out)?|in\s+(?:the\s+)?future|"
+    r"(?<!will\s)(?<!would\s)(?<!could\s)(?<!may\s)(?<!might\s)\bin\s+(?:the\s+)?future\b"
+    r"|\b(?:don'?t|do\s+not|not|never)\b[^.?!]{0,60}\bever\b"
+    r"|\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on(?:\s+out)?|"
     r"next\s+time|every\s+time|each\s+time|any\s*time\s+you|whenever|in\s+all\s+cases|"
     r"(?:ever|never)\s+again|for\s+all\s+future|moving\s+forward|in\s+every\s+(?:session|task|"
-    r"project|repo)|by\s+default)\b",
+    r"project|repo))\b",
     re.I,
 )
 # "always"/"never" addressed to the agent: at the start of the clause (after "please", "and",
@@ -55,7 +57,14 @@ REMEMBER = re.compile(
 # A request to record a rule: "make a rule that …", "add to your rules that …", "update the
 # rule to say …", "put this in CLAUDE.md".
 RULE_REQUEST = re.compile(
-    r"\b(?:make|create|add|write|set\s+up|draft|update|amend|change|extend)\s+"
+    r"\b(?:make|create|add|write|draft)\s+(?:a|an|another)\s+(?:new\s+)?(?:[\w@.-]+\s+)?"
+    r"(?:rule|guideline)\b"
+    r"|\b(?:update|edit|amend|change|extend|add\s+to)\s+(?:the\s+|your\s+|our\s+)?@?[\w./-]*"
+    r"(?:\.mdc|CLAUDE\.md|AGENTS\.md|copilot-instructions(?:\.md)?|\.cursorrules)\b"
+    r"[^.?!]{0,40}?\bto\s+(?:specify|say|mention|include|note|state|require|cover|explain)\b"
+    r"|\b(?:the|that|this|your)\s+rules?\s+(?:should\s+)?(?:says?|mentions?|states?|specif(?:y|ies)|"
+    r"requires?|includes?)\b"
+    r"|\b(?:make|create|add|write|set\s+up|draft|update|amend|change|extend)\s+"
     r"(?:a\s+|an\s+|the\s+|this\s+|that\s+|your\s+|our\s+|new\s+|one\s+)*(?:[\w@.-]+\s+){0,2}?"
     r"(?:rule|rules|guideline|guidelines|instructions?|conventions?)\b"
     r"(?:\s+(?:file|doc))?\s*(?:that|to|so|which|saying|stating|:|,\s*(?:that|to))"
@@ -67,16 +76,47 @@ RULE_REQUEST = re.compile(
 )
 # A correction of the agent's last action: a leading "no", "wrong", "that's not right", "stop"…
 CORRECTION_LEAD = re.compile(
-    r"^(?:no+|nope|wrong|not\s+quite|stop|that(?:'s|s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|"
+    r"^(?:no+|nope|wrong|not\s+quite|stop|actually|wait|that(?:'s|s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|"
     r"correct|what\s+i)|incorrect)|you\s+(?:shouldn'?t|should\s+not)\s+have)\b"
     r"(?!\s+(?:worries|problem|thanks|need|idea|rush|doubt|more\s+than))",
     re.I,
 )
-# … that names the right way: "use X, not Y", "X instead of Y", "not X but Y", "use X".
+# … that names the right way next to the wrong one: "use X, not Y", "X instead of Y", "not X
+# but Y".
 RIGHT_WAY = re.compile(
-    r"\w[`'\"]?,?\s+not\s+(?:the\s+|a\s+)?[`'\"@\w]"
-    r"|\binstead\s+of\b|\brather\s+than\b|\bnot\s+\S+(?:\s+\S+){0,4}?,?\s+but\s+\w"
-    r"|\b(?:use|run|call|put|keep|do)\s+[`'\"@]?[\w.-]+",
+    r"\w[`'\"]?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b)(?:the\s+|a\s+)?[`'\"@\w]"
+    r"|\binstead\s+of\b|\brather\s+than\b|\bnot\s+\S+(?:\s+\S+){0,4}?,?\s+but\s+\w",
+    re.I,
+)
+
+# A choice between two named ways: "test the domain module, not the CLI", "run it with X
+# instead of Y", "we want X rather than Y" (a candidate: it may be meant for this task only).
+CONTRAST_CHOICE = re.compile(
+    r"\b(?:use|using|run|running|test|testing|keep|put|mark|call|write|import|install|"
+    r"we\s+want\s+to|i\s+want\s+to|should\s+be|must\s+be)\b[^.?!]{1,60}?"
+    r"(?:,?\s+not\s+(?!only\b|just\b|sure\b|yet\b)[`'\"@\w]|\s+instead\s+of\s+\S|\s+rather\s+than\s+\S)",
+    re.I,
+)
+# A hedge: "probably", "maybe", "I think" — not an unmistakable rule.
+HEDGE = re.compile(
+    r"\b(?:probably|maybe|perhaps|might|i\s+(?:think|guess|suppose)|not\s+sure|possibly)\b", re.I
+)
+# The rule is about the thing at hand: "do this", "don't clean it up", "fix that".
+DEICTIC = re.compile(
+    r"\b(?:do|did|don'?t|do\s+not|use|undo|fix|clean|remove|revert|keep|change|move|touch|"
+    r"modify|delete)\s+(?:it|this|that|them|these|those)\b(?!\s+(?:way|format|again))",
+    re.I,
+)
+# A request about one work item ("create a task to …", "open an issue for …"): a task.
+ABOUT_A_WORK_ITEM = re.compile(
+    r"^(?:please\s+)?(?:create|open|file|write|add|make|draft)\s+(?:a|an|the|new|another)\s+"
+    r"(?:new\s+)?(?:task|ticket|issue|todo|pr|pull\s+request|spec|plan)\b",
+    re.I,
+)
+# An explicit correction anywhere: "that's wrong", "I said …", "I asked you to/not …".
+EXPLICIT_CORRECTION = re.compile(
+    r"\bthat(?:'s|s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|correct|what\s+i)|incorrect)\b"
+    r"|\bi\s+(?:said|told\s+you|asked\s+(?:you\s+)?(?:to|for|not)|only\s+wanted)\b",
     re.I,
 )
 
@@ -151,18 +191,30 @@ ONE_OFF = re.compile(
 def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     """Tier of a rule-like sentence: A when it is unmistakably meant to last (a standing time,
     always/never to the agent, a project convention, "remember that we", a rule request), B for
-    a correction of the last action that names the right way, C (candidate) otherwise."""
+    a correction of the last action that names the right way, C (candidate) otherwise. A
+    hedge, a request about one work item or a one-off marker leave it a candidate."""
+    timed = bool(STANDING_TIME.search(sentence))
+    if RULE_REQUEST.search(sentence) and not HEDGE.search(sentence):
+        return TIER_EXPLICIT
+    if (HEDGE.search(sentence) or ABOUT_A_WORK_ITEM.match(sentence)) and not timed:
+        return TIER_INFERRED
     standing = bool(
-        STANDING_TIME.search(sentence)
+        timed
         or ALWAYS_NEVER.search(sentence)
         or PROJECT_CONVENTION.search(sentence)
         or REMEMBER.search(sentence)
-        or RULE_REQUEST.search(sentence)
     )
-    if standing and not (ONE_OFF.search(sentence) and not STANDING_TIME.search(sentence)):
+    if standing and (timed or not ONE_OFF.search(sentence)):
         return TIER_EXPLICIT
-    corrects = correction or (first and CORRECTION_LEAD.match(sentence))
-    if corrects and RIGHT_WAY.search(sentence) and not ONE_OFF.search(sentence):
+    corrects = (first and CORRECTION_LEAD.match(sentence)) or (
+        correction and EXPLICIT_CORRECTION.search(sentence)
+    )
+    if (
+        corrects
+        and RIGHT_WAY.search(sentence)
+        and not ONE_OFF.search(sentence)
+        and not DEICTIC.search(sentence)
+    ):
         return TIER_CORRECTION
     return TIER_INFERRED
 
@@ -177,6 +229,7 @@ def is_standing(sentence: str) -> bool:
         or REMEMBER.search(sentence)
         or RULE_REQUEST.search(sentence)
         or PREFERENCE_IN_PASSING.search(sentence)
+        or CONTRAST_CHOICE.search(sentence)
     )
 
 
