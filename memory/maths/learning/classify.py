@@ -20,6 +20,7 @@ from memory.maths.learning.text import (
     MAX_CLAUSE_CHARS,
     MIN_CLAUSE_WORDS,
     PREFERENCE,
+    TIER_CORRECTION,
     sentences,
 )
 
@@ -190,7 +191,7 @@ _ONE_OFF = re.compile(
 # "Remember that naming is hard": a thought to keep, not a practice.
 _REMEMBER_FACT = re.compile(
     r"^(?:always\s+|just\s+|please\s+)?(?:remember|keep\s+in\s+mind)\s+that\s+"
-    r"(?!(?:you|we)\s+(?:always|never|use|must|should|need|do\s+not|don'?t)\b)",
+    r"(?!(?:you|we)\b)",
     re.I,
 )
 # Background rather than a rule: "As you know, we use Git", "You're using the old API", "We'll
@@ -323,7 +324,11 @@ def negative_evidence(text: str) -> bool:
     return bool(
         _ENCOURAGEMENT.search(text)
         or (_ONE_OFF.search(text) and not _STRONG.search(text))
-        or (is_announcement(text) and not _RULE_VALUE_AFTER_COLON.search(text))
+        or (
+            is_announcement(text)
+            and not _RULE_VALUE_AFTER_COLON.search(text)
+            and not cues.RULE_REQUEST.search(text)
+        )
     )
 
 
@@ -337,6 +342,7 @@ class Clause:
     text: str
     kind: str
     index: int
+    tier: str = ""  # set when the classifier already knows it (a question's answer: B)
 
 
 @dataclass(frozen=True)
@@ -460,6 +466,10 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         return ""  # "This is a convention we follow": the reason for the rule before it
     if (_CHATTER.search(text) or _ENCOURAGEMENT.search(text)) and not _STRONG_VALUE.search(text):
         return ""
+    if cues.DEICTIC.search(text) and not (
+        cues.STANDING_TIME.search(text) or cues.ALWAYS_NEVER.search(text)
+    ):
+        return ""  # "Don't clean it up": about the thing at hand
     if led:
         return CORRECTION
     if _CORRECTION_ANY.search(text) and not negative_evidence(text):
@@ -519,7 +529,7 @@ def classify(prompt: str) -> Classification:
             and cues.THE_ANSWER.match(sentence)
         ):
             # "Why are we using node? We use bun": the answer corrects the choice
-            found.append(Clause(sentence, CORRECTION, index))
+            found.append(Clause(sentence, CORRECTION, index, TIER_CORRECTION))
             continue
         kind = classify_sentence(sentence, first=index == 0)
         if not kind:

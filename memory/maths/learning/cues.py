@@ -57,7 +57,8 @@ REMEMBER = re.compile(
 # A request to record a rule: "make a rule that …", "add to your rules that …", "update the
 # rule to say …", "put this in CLAUDE.md".
 RULE_REQUEST = re.compile(
-    r"\b(?:make|create|add|write|draft)\s+(?:a|an|another)\s+(?:new\s+)?(?:[\w@.-]+\s+)?"
+    r"\b(?:make|create|write|draft)\s+(?:a|an|another)\s+(?:new\s+)?(?:(?:cursor|claude|copilot|"
+    r"project|coding|team|naming|style|global|general|standing|agent|repo)\s+)?"
     r"(?:rule|guideline)\b"
     r"|\b(?:update|edit|amend|change|extend|add\s+to)\s+(?:the\s+|your\s+|our\s+)?@?[\w./-]*"
     r"(?:\.mdc|CLAUDE\.md|AGENTS\.md|copilot-instructions(?:\.md)?|\.cursorrules)\b"
@@ -67,7 +68,8 @@ RULE_REQUEST = re.compile(
     r"|\b(?:make|create|add|write|set\s+up|draft|update|amend|change|extend)\s+"
     r"(?:a\s+|an\s+|the\s+|this\s+|that\s+|your\s+|our\s+|new\s+|one\s+)*(?:[\w@.-]+\s+){0,2}?"
     r"(?:rule|rules|guideline|guidelines|instructions?|conventions?)\b"
-    r"(?:\s+(?:file|doc))?\s*(?:that|to|so|which|saying|stating|:|,\s*(?:that|to))"
+    r"(?:\s+(?:file|doc))?\s*(?:that|to\s+(?!(?:the|a|an|this|that|my|our|your|each|every)\b)|"
+    r"so|which|saying|stating|:|,\s*(?:that|to))"
     r"|\badd\s+(?:this|that|it)\s+(?:to|as)\s+(?:a\s+|the\s+|your\s+|our\s+)?(?:rules?|memory|"
     r"guidelines?|CLAUDE\.md|AGENTS\.md)\b"
     r"|\b(?:put|write|record|note|save)\s+(?:this|that|it)\s+in\s+(?:the\s+|your\s+)?"
@@ -162,7 +164,7 @@ RETRACTION = re.compile(
     r"never\s*mind(?:\s+(?:that|this|what\s+i\s+said))?|forget\s+(?:what\s+i\s+(?:just\s+)?said|"
     r"that|i\s+said\s+that)|ignore\s+(?:what\s+i\s+(?:just\s+)?said|my\s+(?:last|previous)\s+"
     r"(?:message|instruction))|disregard\s+(?:that|my\s+(?:last|previous))|actually,?\s+"
-    r"(?:don'?t|do\s+not|no)\b)",
+    r"(?=(?:don'?t|do\s+not|no)\b))",
     re.I,
 )
 

@@ -258,7 +258,7 @@ _META = re.compile(
     r"^(?:pay(?:ing)?\s+(?:extra\s+|close\s+)?attention|focus|shift|proceed|try\s+(?:something|"
     r"to\s+(?:keep|stay|be))|keep\s+(?:me|us|it\s+simple|up)|start\s+(?:paying|adopting|thinking)|"
     r"develop|own\s+the|set\s+aside|review\s+the|let'?s|i\s+(?:trust|like|love|hope|think|believe|"
-    r"know|am|was|will)|i'?m|we'?re|we\s+(?:want|can|could|will|are)|here\s+(?:are|is)|"
+    r"know|am|was|will)|i'?m|we'?re(?!\s+(?:using|on)\b)|we\s+(?:want|can|could|will|are)|here\s+(?:are|is)|"
     r"attention\s+to|with\s+(?:these|this)|it'?s|this|these|that|there|for\s+(?:our|the)\s+\w+,)\b",
     re.I,
 )
@@ -281,7 +281,7 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
         if key in seen:
             continue
         seen.add(key)
-        tier = cues.tier_of(
+        tier = clause.tier or cues.tier_of(
             clause.text, first=clause.index == 0, correction=clause.kind == CORRECTION
         )
         drafts.append(
