@@ -32,6 +32,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -55,6 +56,7 @@ ACTIVE = {learning.TIER_EXPLICIT, learning.TIER_CORRECTION}
 # A draft states a labelled rule when it carries a third of the rule's plain words (the labels
 # are rewritten as short imperatives, the drafts keep the user's words).
 RULE_WORDS = 0.34
+_WORDS = re.compile(r"[\w']+")
 
 
 def memorycode_half(dialogue: int) -> str:
@@ -74,8 +76,16 @@ def _states_rule(statement: str, rule: str) -> bool:
     return bool(words) and len(words & plain_words(statement)) / len(words) >= RULE_WORDS
 
 
-def coding_prompts(costs: list[float], show: str) -> dict[str, object]:
-    rows = [json.loads(line) for line in PROMPTS.open()]
+def coding_prompts(
+    costs: list[float], show: str, rows: list[dict] | None = None
+) -> dict[str, object]:
+    """Labelled prompts (coding-prompts rows, or real transcripts' labels.jsonl rows)."""
+    if rows is None:
+        rows = [json.loads(line) for line in PROMPTS.open()]
+    for row in rows:
+        row.setdefault("prompt", row.get("text", ""))
+        row.setdefault("kind", row.get("label", ""))
+        row.setdefault("id", row.get("uuid", ""))
     rule_rows = [r for r in rows if r["kind"] == "rule"]
     tasks = [r for r in rows if r["kind"] == "task"]
     any_hit = active_hit = rules_total = rules_found = 0
@@ -163,12 +173,20 @@ def memorycode(half: str, costs: list[float], limit: int, show: str) -> dict[str
     }
 
 
-def _replay(lines: list[str]) -> tuple[int, int]:
-    """(drafts, drafts whose quote is in no user entry) for one transcript, as capture reads it."""
+def _replay(lines: list[str], humans: list[str] | None = None) -> tuple[int, int]:
+    """(drafts, drafts whose quote is in no user entry — or, with `humans`, in no typed human
+    prompt of the labels) for one transcript, as capture reads it (`parse_lines`, user entries)."""
     entries = learning.parse_lines(lines)
     users = [e.text for e in entries if e.kind == "user"]
     drafts = [d for text in users for d in learning.extract(text)]
-    foreign = sum(1 for d in drafts if not any(d.rationale[:200] in u for u in users))
+    users = users if humans is None else humans
+    # The quote's words all in one user entry (the quote is cleaned: typography, joined clauses)
+    said = [set(_WORDS.findall(u.replace("\u2019", "'").casefold())) for u in users]
+    foreign = sum(
+        1
+        for d in drafts
+        if not any(set(_WORDS.findall(d.rationale.casefold())) <= words for words in said)
+    )
     return len(drafts), foreign
 
 
@@ -182,17 +200,22 @@ def replays(limit: int) -> dict[str, object]:
             d, f = _replay(lines)
             drafts, foreign = drafts + d, foreign + f
     out["memorycode_held_out"] = {"drafts": drafts, "not_from_a_user_entry": foreign}
-    files = sorted(TRANSCRIPTS.glob("**/*.jsonl")) if TRANSCRIPTS.is_dir() else []
-    files = [f for f in files if f.name != "labels.jsonl"]
+    files = sorted(TRANSCRIPTS.glob("*/*.jsonl")) if TRANSCRIPTS.is_dir() else []
     if files:
+        typed: dict[str, list[str]] = {}
+        labels = TRANSCRIPTS / "labels.jsonl"
+        for line in labels.open() if labels.exists() else []:
+            row = json.loads(line)
+            typed.setdefault(row["file"], []).append(row["text"])
         drafts = foreign = 0
         for file in files:
-            d, f = _replay(file.read_text(errors="replace").splitlines())
+            humans = typed.get(f"{file.parent.name}/{file.name}") if typed else None
+            d, f = _replay(file.read_text(errors="replace").splitlines(), humans)
             drafts, foreign = drafts + d, foreign + f
         out["real_transcripts"] = {
             "files": len(files),
             "drafts": drafts,
-            "not_from_a_user_entry": foreign,
+            "not_from_a_typed_human_prompt" if typed else "not_from_a_user_entry": foreign,
         }
     else:
         out["real_transcripts"] = f"absent ({TRANSCRIPTS})"
@@ -229,6 +252,13 @@ def main() -> None:
     report: dict[str, object] = {
         "coding_prompts_dev": coding_prompts(costs, "" if mc_show else args.show),
         "memorycode_dev": memorycode("dev", costs, args.limit, mc_show),
+        "real_transcript_prompts": coding_prompts(
+            costs,
+            "",
+            [json.loads(line) for line in (TRANSCRIPTS / "labels.jsonl").open()],
+        )
+        if (TRANSCRIPTS / "labels.jsonl").exists()
+        else "absent",
         "memorycode_held_out": memorycode("held-out", costs, args.limit, ""),
         "replay": replays(args.limit),
         "pairs": pairs(),
