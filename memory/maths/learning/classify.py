@@ -454,9 +454,11 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     rest = text[lead.end() :] if lead else ""
     led = bool(lead and (_IMPERATIVE.match(rest) or _rule_kind(rest)))
     kind = _rule_kind(text)
-    cue = cues.is_standing(text)
-    if not (led or kind or cue or _CORRECTION_ANY.search(text) or _imperative_rule(text)):
-        return ""
+    cue: bool | None = None  # computed when needed: most sentences never need it
+    if not (led or kind or _CORRECTION_ANY.search(text) or _imperative_rule(text)):
+        cue = cues.is_standing(text)
+        if not cue:
+            return ""
     if (
         _BACK_REFERENCE.match(text)
         and not _STRONG.search(text)
@@ -499,7 +501,7 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         return kind
     if _imperative_rule(text):
         return INSTRUCTION
-    if cue:
+    if cue or (cue is None and cues.is_standing(text)):
         return PREFERENCE if cues.PREFERENCE_IN_PASSING.search(text) else INSTRUCTION
     return ""
 

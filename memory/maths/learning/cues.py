@@ -225,14 +225,36 @@ def is_standing(sentence: str) -> bool:
     """Evidence strong enough to make a sentence rule-like on its own (the classifier's extra
     evidence for the genre): a standing time, a project convention, a rule request, "remember
     that we", or a preference in passing."""
-    return bool(
-        STANDING_TIME.search(sentence)
-        or PROJECT_CONVENTION.search(sentence)
-        or REMEMBER.search(sentence)
-        or RULE_REQUEST.search(sentence)
-        or PREFERENCE_IN_PASSING.search(sentence)
-        or CONTRAST_CHOICE.search(sentence)
+    low = sentence.casefold()
+    # Each group runs only when a word it needs is in the sentence: most sentences have none,
+    # and this runs on the UserPromptSubmit path (≤ 1 ms per prompt).
+    return any(
+        any(word in low for word in words) and pattern.search(sentence) for pattern, words in _GATED
     )
+
+
+# The words without which a group cannot match (a superset of its alternatives' literals).
+_GATED: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (
+        STANDING_TIME,
+        ("ever", "now on", "forward", "future", "next time", "each time", "any time", "anytime",
+         "all cases", "here on"),
+    ),
+    (
+        PROJECT_CONVENTION,
+        ("this repo", "this project", "this code", "this team", "this monorepo", "we always",
+         "we never", "we only", "we don", "we do not", "rule", "convention", "standard", "policy",
+         "style"),
+    ),
+    (REMEMBER, ("remember", "keep in mind", "forget")),
+    (
+        RULE_REQUEST,
+        ("rule", "guideline", "instruction", "convention", "memory", ".mdc", "claude.md",
+         "agents.md", "copilot", "cursorrules"),
+    ),
+    (PREFERENCE_IN_PASSING, ("prefer", "rather", "we're", "we are", "is our")),
+    (CONTRAST_CHOICE, ("not", "instead", "rather")),
+)  # fmt: skip
 
 
 # --- questions that carry a rule -----------------------------------------------------------------
