@@ -289,3 +289,19 @@ def test_a_wrapper_is_removed_and_what_the_person_typed_is_kept() -> None:
         "From now on, run `make lint` before you push."
     )
     assert [d.statement for d in L.extract(entry)] == ["Run `make lint` before you push."]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "start"),
+    [
+        ("Let's make a new rule, with a glob for test files, that says fixtures live in conftest",
+         "Let's make a new rule"),
+        ("we want to test the service layer, not the HTTP handler", "We want to test the service"),
+        ("the lockfile should always be committed with the manifest", "The lockfile should always"),
+        ("could we improve the commit rule to make sure you always sign commits?",
+         "Could we improve the commit rule"),
+    ],
+)  # fmt: skip
+def test_genre_rules_without_the_classic_markers_are_kept(prompt: str, start: str) -> None:
+    statements = [d.statement for d in L.extract(prompt)]
+    assert any(s.startswith(start) for s in statements), statements

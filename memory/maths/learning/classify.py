@@ -103,7 +103,7 @@ _CORRECTION_LEAD = re.compile(
     re.I,
 )
 _CORRECTION_ANY = re.compile(
-    r"\bthat(?:'s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|correct|what)|incorrect)\b"
+    r"\bthat(?:'?s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|correct|what)|incorrect)\b"
     r"|\bnot\s+(?!only\b|just\b)\S+(?:\s+\S+){0,4}?,?\s+but\s+(?!also\b)(?:use|with|\S+)"
     r"|\b(?:you|it)\s+should(?:n'?t|\s+not)?\s+have\b"
     r"|\bi\s+(?:said|told\s+you|asked\s+(?:you\s+)?(?:to|for|not))\b",

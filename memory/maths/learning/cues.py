@@ -33,7 +33,8 @@ ALWAYS_NEVER = re.compile(
     r"(?:^|[,;:]\s*|\b(?:and|so|but|please|then)\s+)(?:please\s+)?(?:always|never)\s+\w"
     r"|\b(?:you|we)\s+(?:should\s+|must\s+|will\s+|need\s+to\s+|have\s+to\s+)?(?:always|never)\s+\w"
     r"|\b(?:make|be)\s+sure\s+(?:that\s+)?(?:to|you|we)\s+(?:\w+\s+)?(?:always|never)\b"
-    r"|\b(?:don'?t|do\s+not)\s+ever\b|\b(?:always|never)\s*[.!]?\s*$",
+    r"|\b(?:don'?t|do\s+not)\s+ever\b|\b(?:always|never)\s*[.!]?\s*$"
+    r"|\b(?:should|must|shall)\s+(?:always|never)\s+\w",
     re.I,
 )
 # A convention of this project or team: "in this repo we …", "we always/never/only use …",
@@ -65,7 +66,8 @@ RULE_REQUEST = re.compile(
     r"[^.?!]{0,40}?\bto\s+(?:specify|say|mention|include|note|state|require|cover|explain)\b"
     r"|\b(?:the|that|this|your)\s+rules?\s+(?:should\s+)?(?:says?|mentions?|states?|specif(?:y|ies)|"
     r"requires?|includes?)\b"
-    r"|\b(?:make|create|add|write|set\s+up|draft|update|amend|change|extend)\s+"
+    r"|\b(?:make|create|add|write|set\s+up|draft|update|amend|change|extend|improve|revise|"
+    r"adjust|tweak|expand|modify)\s+"
     r"(?:a\s+|an\s+|the\s+|this\s+|that\s+|your\s+|our\s+|new\s+|one\s+)*(?:[\w@.-]+\s+){0,2}?"
     r"(?:rule|rules|guideline|guidelines|instructions?|conventions?)\b"
     r"(?:\s+(?:file|doc))?\s*(?:that|to\s+(?!(?:the|a|an|this|that|my|our|your|each|every)\b)|"
@@ -223,8 +225,9 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
 
 def is_standing(sentence: str) -> bool:
     """Evidence strong enough to make a sentence rule-like on its own (the classifier's extra
-    evidence for the genre): a standing time, a project convention, a rule request, "remember
-    that we", or a preference in passing."""
+    evidence for the genre): a standing time, always/never to the agent, a project convention,
+    a rule request, "remember that we", a preference in passing or a choice between two named
+    ways."""
     low = sentence.casefold()
     # Each group runs only when a word it needs is in the sentence: most sentences have none,
     # and this runs on the UserPromptSubmit path (≤ 1 ms per prompt).
@@ -247,6 +250,7 @@ _GATED: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
          "style"),
     ),
     (REMEMBER, ("remember", "keep in mind", "forget")),
+    (ALWAYS_NEVER, ("always", "never", "ever")),
     (
         RULE_REQUEST,
         ("rule", "guideline", "instruction", "convention", "memory", ".mdc", "claude.md",

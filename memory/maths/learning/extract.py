@@ -275,8 +275,10 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
     clauses = list(classify(prompt).clauses)
     for clause in clauses:
         statement = clean_clause(focus(clause.text))
-        if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS or _META.match(statement):
+        if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS:
             continue
+        if _META.match(statement) and not cues.is_standing(statement):
+            continue  # "Let's make a new rule …" and "We want X, not Y" stay
         key = statement.casefold()
         if key in seen:
             continue
