@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory.maths.learning import cues
 from memory.maths.learning.text import (
     _INLINE_CODE,
     _LEAD_INS,
@@ -19,6 +20,7 @@ from memory.maths.learning.text import (
     MAX_CLAUSE_CHARS,
     MIN_CLAUSE_WORDS,
     PREFERENCE,
+    TIER_CORRECTION,
     sentences,
 )
 
@@ -101,7 +103,7 @@ _CORRECTION_LEAD = re.compile(
     re.I,
 )
 _CORRECTION_ANY = re.compile(
-    r"\bthat(?:'s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|correct|what)|incorrect)\b"
+    r"\bthat(?:'?s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|correct|what)|incorrect)\b"
     r"|\bnot\s+(?!only\b|just\b)\S+(?:\s+\S+){0,4}?,?\s+but\s+(?!also\b)(?:use|with|\S+)"
     r"|\b(?:you|it)\s+should(?:n'?t|\s+not)?\s+have\b"
     r"|\bi\s+(?:said|told\s+you|asked\s+(?:you\s+)?(?:to|for|not))\b",
@@ -124,7 +126,7 @@ _IMPERATIVE = re.compile(
 _CHATTER = re.compile(
     r"\b(?:feel\s+free|let\s+me\s+know|reach\s+out|don'?t\s+hesitate|any\s+questions|thank(?:s|\s+you)|"
     r"nice\s+to\s+meet|glad|happy\s+to\s+help|have\s+a\s+(?:good|great|nice)|good\s+luck|"
-    r"see\s+you|welcome|take\s+care|appreciate|my\s+door|catch\s+up|talk\s+(?:soon|later))\b",
+    r"see\s+you|welcome|take\s+care|appreciate|catch\s+up|talk\s+(?:soon|later))\b",
     re.I,
 )
 # Tasks for now, not rules: "fix/implement/refactor/explain …" without a rule marker.
@@ -151,7 +153,7 @@ _PRACTICE_NOUN = re.compile(
     r"constants?|comments?|assert(?:ions)?|exceptions?|logging|logs?|migrations?|"
     r"endpoints?|schemas?|files?|folders?|directory|directories|config(?:uration)?|"
     r"lockfile|script|scripts|helpers?|hooks?|pipelines?|ci|cd|docker|container|"
-    r"monitors?|laptop|desktop|machine|computer|phone|notebooks?|tool|tools|platform)\b",
+    r"tool|tools|platform)\b",
     re.I,
 )
 # A capitalised word after the first (PyCharm, GitLab, Black): a tool's or product's name.
@@ -169,43 +171,31 @@ _ANNOUNCEMENT = re.compile(
     r"(?:[\w-]+\s+){0,3}?" + _META_NOUN + r"\b",
     re.I,
 )
-# Encouragement, reassurance and small talk: about the person, not the work.
+# Praise and reassurance about the work ("great job", "no pressure", "feel free to"): about
+# the person, not a practice.
 _ENCOURAGEMENT = re.compile(
-    r"\b(?:happy\s+to|here\s+(?:to|for)\s+(?:help|support|you)|door\s+is\s+(?:always\s+)?open|"
-    r"(?:don'?t|do\s+not|never)\s+(?:be\s+(?:too\s+hard|afraid|shy|discouraged)|underestimate|"
-    r"give\s+up|doubt|stop\s+learning)|keep\s+up\s+the|proud\s+of|great\s+job|well\s+done|"
-    r"feel\s+(?:free|empowered|comfortable|confident)|trust\s+(?:me|yourself|your)|"
-    r"the\s+best\s+\w+\s+you\s+can\s+be|be\s+patient\s+with\s+yourself|believe\s+in|"
-    r"you(?:'re|\s+are)\s+(?:doing|making|on\s+the\s+right)|no\s+pressure|"
-    r"embrace\s+the|challenge\s+yourself|enjoy\s+the|hold\s+you\s+back|"
-    # advice about attitude rather than a practice: "always focus on the impact"
-    r"^(?:(?:always|never|please|just|also|so)\s+)*(?:focus\s+on|strive|aim\s+to|be\s+(?:open|"
-    r"proactive|patient|confident|kind|efficient|practical|mindful|curious)|seek\s+(?:feedback|"
-    r"help|out)|listen|reflect\s+on|celebrate|keep\s+(?:learning|growing|an\s+open)))\b",
+    r"\b(?:happy\s+to|here\s+to\s+help|(?:don'?t|do\s+not)\s+(?:be\s+afraid|worry)|"
+    r"keep\s+up\s+the|great\s+job|good\s+job|well\s+done|nice\s+work|"
+    r"feel\s+free|no\s+pressure|you(?:'re|\s+are)\s+(?:doing|on\s+the\s+right))\b",
     re.I,
 )
 # A task for now or a one-off exploration, not a standing rule.
 _ONE_OFF = re.compile(
-    r"\b(?:if\s+you\s+haven'?t\s+already|for\s+your\s+next\s+task|in\s+the\s+coming\s+days|"
+    r"\b(?:if\s+you\s+haven'?t\s+already|for\s+your\s+next\s+task|"
     r"tomorrow|next\s+(?:week|time|sprint)|to\s+begin\s+with|to\s+get\s+started)\b"
     r"|\b(?:for\s+now|for\s+the\s+time\s+being|right\s+now|at\s+the\s+moment|today|soon|"
     r"this\s+time|this\s+week|first)\s*[.!]?$"
-    r"|\b(?:familiari[sz]e\s+yourself|get\s+(?:comfortable|familiar|settled|a\s+feel)|"
-    r"play(?:ing)?\s+around|try(?:ing)?\s+out|take\s+(?:some|the)\s+time\s+to\s+(?:explore|learn|"
-    r"get|read)|explore|dive\s+(?:deep|into|straight))\b",
+    r"|\b(?:familiari[sz]e\s+yourself|play(?:ing)?\s+around|try(?:ing)?\s+out|explore)\b",
     re.I,
 )
-# "You must be Eva": a greeting, not an obligation.
-_NOT_OBLIGATION = re.compile(r"\bmust\s+be\s+(?:[A-Z]\w*|new|tired|excited|thrilled|the)\b")
-# "Remember that autonomy doesn't mean isolation": a thought to keep, not a practice.
+# "Remember that naming is hard": a thought to keep, not a practice.
 _REMEMBER_FACT = re.compile(
     r"^(?:always\s+|just\s+|please\s+)?(?:remember|keep\s+in\s+mind)\s+that\s+"
-    r"(?!(?:you|we)\s+(?:always|never|use|must|should|need|do\s+not|don'?t)\b)",
+    r"(?!(?:you|we)\b)",
     re.I,
 )
-# Background rather than a rule: "As you know, we use Git", "You're using your remote days
-# judiciously", "We'll be making a difference" (a description of the person or the team with
-# no obligation in it).
+# Background rather than a rule: "As you know, we use Git", "You're using the old API", "We'll
+# be shipping on Friday" (a description of the person or the team with no obligation in it).
 _BACKGROUND = re.compile(
     r"^(?:as\s+you(?:'re|\s+are)?\s+(?:know|aware|may\s+know|can\s+see)\b"
     r"|(?:you(?:'re|\s+are)|your|i\s+always|we(?:'ll|\s+will)\s+be)\b"
@@ -213,8 +203,7 @@ _BACKGROUND = re.compile(
     re.I,
 )
 # A general remark about a third party rather than an instruction to the reader: "A profiler
-# can't fix poor coding practices", "Innovation doesn't always have to be groundbreaking",
-# "There's always more to learn" (no modal, nothing addressed to anyone).
+# can't fix slow queries", "There's always a trade-off" (no modal, nothing addressed to anyone).
 _REMARK = re.compile(
     r"^(?:a|an|the|every(?:one|body|thing)|nobody|no\s+one|there(?:'s|\s+is|\s+are)|"
     r"it(?:'s|\s+is)\s+(?!important|essential|crucial|vital|imperative|mandatory|required|best)|"
@@ -224,12 +213,11 @@ _REMARK = re.compile(
 )
 # A recommendation or encouragement rather than a rule; it counts only with a named value.
 _SOFT_MARKER = re.compile(r"\b(?:i|we)\s+(?:also\s+)?(?:'d\s+)?(?:recommend|suggest)\b", re.I)
-# An evaluation of a value with no practice in it: "Consistency is key", "Feedback is a gift".
+# An evaluation of a value with no practice in it: "Consistency is key".
 _EVALUATIVE = re.compile(
     r"^(?:(?:always\s+|just\s+)?remember\s+that\s+|keep\s+in\s+mind\s+that\s+)?(?:[\w'-]+\s+){1,5}?"
     r"(?:is|are|isn'?t|aren'?t)\s+(?:just\s+|not\s+just\s+|all\s+|also\s+|so\s+|really\s+)?"
-    r"(?:key|crucial|essential|important|vital|a\s+gift|everything|about|as\s+important|"
-    r"just\s+as|a\s+(?:lifelong|team|great|powerful|journey))\b",
+    r"(?:key|crucial|essential|important|vital|everything|about|as\s+important|just\s+as)\b",
     re.I,
 )
 # Discourse markers and a leading subordinate phrase before the main clause of a rule:
@@ -304,7 +292,7 @@ def _imperative_rule(text: str) -> bool:
     assert match is not None  # every part of the pattern is optional
     rest = text[match.end() :]
     if _NO_MORE.match(rest):
-        return True  # "No notebooks for taking notes."
+        return True  # "No print statements in library code."
     if not _RULE_VERB.match(rest) or _TASK_START.match(rest):
         return False
     scoped = bool(match.group("scope") and _PRACTICE_NOUN.search(match.group("scope")))
@@ -336,8 +324,11 @@ def negative_evidence(text: str) -> bool:
     return bool(
         _ENCOURAGEMENT.search(text)
         or (_ONE_OFF.search(text) and not _STRONG.search(text))
-        or _NOT_OBLIGATION.search(text)
-        or (is_announcement(text) and not _RULE_VALUE_AFTER_COLON.search(text))
+        or (
+            is_announcement(text)
+            and not _RULE_VALUE_AFTER_COLON.search(text)
+            and not cues.RULE_REQUEST.search(text)
+        )
     )
 
 
@@ -351,6 +342,7 @@ class Clause:
     text: str
     kind: str
     index: int
+    tier: str = ""  # set when the classifier already knows it (a question's answer: B)
 
 
 @dataclass(frozen=True)
@@ -389,7 +381,10 @@ _BACK_REFERENCE = re.compile(
 def _is_question(sentence: str) -> bool:
     s = sentence.strip()
     if s.endswith("?"):
-        # "Could you always use pnpm from now on?" is a request phrased as a question.
+        # "Could you always use pnpm from now on?" is a request phrased as a question, and so
+        # is "can we update the rule to make sure you always push?"
+        if cues.RULE_REQUEST.search(s):
+            return False
         return not (_POLITE_REQUEST.match(s) and _STRONG.search(s))
     return bool(_QUESTION_START.match(s)) and not _POLITE_REQUEST.match(s) and "?" in s
 
@@ -459,16 +454,24 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     rest = text[lead.end() :] if lead else ""
     led = bool(lead and (_IMPERATIVE.match(rest) or _rule_kind(rest)))
     kind = _rule_kind(text)
+    cue: bool | None = None  # computed when needed: most sentences never need it
     if not (led or kind or _CORRECTION_ANY.search(text) or _imperative_rule(text)):
-        return ""
+        cue = cues.is_standing(text)
+        if not cue:
+            return ""
     if (
         _BACK_REFERENCE.match(text)
         and not _STRONG.search(text)
+        and not cues.STANDING_TIME.search(text)
         and not _CORRECTION_ANY.search(text)
     ):
         return ""  # "This is a convention we follow": the reason for the rule before it
     if (_CHATTER.search(text) or _ENCOURAGEMENT.search(text)) and not _STRONG_VALUE.search(text):
         return ""
+    if cues.DEICTIC.search(text) and not (
+        cues.STANDING_TIME.search(text) or cues.ALWAYS_NEVER.search(text)
+    ):
+        return ""  # "Don't clean it up": about the thing at hand
     if led:
         return CORRECTION
     if _CORRECTION_ANY.search(text) and not negative_evidence(text):
@@ -498,6 +501,8 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         return kind
     if _imperative_rule(text):
         return INSTRUCTION
+    if cue or (cue is None and cues.is_standing(text)):
+        return PREFERENCE if cues.PREFERENCE_IN_PASSING.search(text) else INSTRUCTION
     return ""
 
 
@@ -513,10 +518,34 @@ def classify(prompt: str) -> Classification:
     found: list[Clause] = []
     parts = sentences(prompt)
     for index, sentence in enumerate(parts):
+        retracted = cues.retraction_at(sentence)
+        if retracted >= 0:
+            found.clear()  # "…, but I changed my mind", "scratch that": only the final wish
+            sentence = sentence[retracted:] if retracted == 0 else ""
+            sentence = cues.RETRACTION.sub("", sentence, count=1).strip(" ,;:-")
+            if not sentence:
+                continue
+        if (
+            index
+            and cues.WHY_THIS_CHOICE.match(parts[index - 1])
+            and cues.THE_ANSWER.match(sentence)
+        ):
+            # "Why are we using node? We use bun": the answer corrects the choice
+            found.append(Clause(sentence, CORRECTION, index, TIER_CORRECTION))
+            continue
         kind = classify_sentence(sentence, first=index == 0)
         if not kind:
             continue
         text = _after_announcement(statement_part(sentence))
+        preference = cues.preference_in_passing(text)
+        if (
+            preference
+            and len(preference) < len(text)
+            and not cues.is_standing(cues.PREFERENCE_IN_PASSING.sub("", text))
+        ):
+            # "Build the page; I prefer Bootstrap over Foundation because …": the preference
+            found.append(Clause(preference, PREFERENCE, index))
+            continue
         if _REFERS_BACK.search(_masked(text)):
             previous = parts[index - 1] if index else ""
             if previous and not previous.rstrip().endswith("?") and names_practice(previous):
@@ -525,7 +554,12 @@ def classify(prompt: str) -> Classification:
                 if len(previous) + len(text) < MAX_CLAUSE_CHARS:
                     # "We use the '@retry' decorator. Add this decorator to all methods."
                     text = previous.rstrip(" .!") + ": " + text[:1].lower() + text[1:]
-            elif kind != CORRECTION and not _STRONG_VALUE.search(text):
+            elif (
+                kind != CORRECTION
+                and not _STRONG_VALUE.search(text)
+                and not cues.STANDING_TIME.search(text)
+                and not cues.RULE_REQUEST.search(text)
+            ):
                 continue  # "Apply this consistently": nothing says what "this" is
         found.append(Clause(text, kind, index))
     return Classification(tuple(found))

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from memory.maths.learning import cues
 from memory.maths.learning.classify import _masked, classify, classify_sentence
 from memory.maths.learning.text import (
     _LEAD_INS,
@@ -20,8 +21,6 @@ from memory.maths.learning.text import (
     MAX_DRAFTS_PER_PROMPT,
     MAX_QUOTE_CHARS,
     MIN_CLAUSE_WORDS,
-    TIER_CORRECTION,
-    TIER_EXPLICIT,
 )
 
 # --- the heuristic extractor ----------------------------------------------------------------
@@ -259,7 +258,7 @@ _META = re.compile(
     r"^(?:pay(?:ing)?\s+(?:extra\s+|close\s+)?attention|focus|shift|proceed|try\s+(?:something|"
     r"to\s+(?:keep|stay|be))|keep\s+(?:me|us|it\s+simple|up)|start\s+(?:paying|adopting|thinking)|"
     r"develop|own\s+the|set\s+aside|review\s+the|let'?s|i\s+(?:trust|like|love|hope|think|believe|"
-    r"know|am|was|will)|i'?m|we'?re|we\s+(?:want|can|could|will|are)|here\s+(?:are|is)|"
+    r"know|am|was|will)|i'?m|we'?re(?!\s+(?:using|on)\b)|we\s+(?:want|can|could|will|are)|here\s+(?:are|is)|"
     r"attention\s+to|with\s+(?:these|this)|it'?s|this|these|that|there|for\s+(?:our|the)\s+\w+,)\b",
     re.I,
 )
@@ -276,13 +275,17 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
     clauses = list(classify(prompt).clauses)
     for clause in clauses:
         statement = clean_clause(focus(clause.text))
-        if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS or _META.match(statement):
+        if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS:
             continue
+        if _META.match(statement) and not cues.is_standing(statement):
+            continue  # "Let's make a new rule …" and "We want X, not Y" stay
         key = statement.casefold()
         if key in seen:
             continue
         seen.add(key)
-        tier = TIER_CORRECTION if clause.kind == CORRECTION else TIER_EXPLICIT
+        tier = clause.tier or cues.tier_of(
+            clause.text, first=clause.index == 0, correction=clause.kind == CORRECTION
+        )
         drafts.append(
             LessonDraft(
                 statement=statement,

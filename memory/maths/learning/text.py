@@ -60,9 +60,37 @@ def _is_code_line(line: str) -> bool:
 _TYPOGRAPHY = str.maketrans({"\u2019": "'", "\u2018": "'", "\u2013": "-", "\u2014": "-"})
 
 
+# Text that arrives as a user entry but was not typed by the person: a compaction summary, a
+# plan hand-off, slash-command wrappers and their output, background-task notifications,
+# interrupt markers, shell-mode I/O (Claude Code writes all of these as `type: "user"`).
+_MACHINE_TEXT = re.compile(
+    r"^\s*(?:this\s+session\s+is\s+being\s+continued\s+from\s+a\s+previous\s+conversation"
+    r"|implement\s+the\s+following\s+plan:"
+    r"|<(?:command-name|command-message|command-args|local-command-stdout|local-command-stderr|"
+    r"local-command-caveat|task-notification|bash-input|bash-stdout|bash-stderr|system-reminder|"
+    r"user-prompt-submit-hook)>"
+    r"|caveat:\s+the\s+messages\s+below"
+    r"|\[request\s+interrupted\s+by\s+user)",
+    re.I,
+)
+# Blocks the client or a hook wraps around (or into) what the person typed.
+_WRAPPERS = re.compile(
+    r"<(system[-_]reminder|system[-_]instruction|user-prompt-submit-hook)>.*?(?:</\1>|\Z)",
+    re.S | re.I,
+)
+
+
+def is_machine_text(text: str) -> bool:
+    """True for a user entry that the person did not type (see `_MACHINE_TEXT`)."""
+    return bool(_MACHINE_TEXT.match(text[:400]))
+
+
 def prose(text: str) -> str:
     """The text with fenced blocks, indented or log-like lines and code-dense lines removed."""
-    text = _FENCE.sub("\n", text[:MAX_CLASSIFIED_CHARS].translate(_TYPOGRAPHY))
+    text = text[:MAX_CLASSIFIED_CHARS]
+    if is_machine_text(text):
+        return ""
+    text = _FENCE.sub("\n", _WRAPPERS.sub("\n", text).translate(_TYPOGRAPHY))
     return "\n".join(line for line in text.splitlines() if not _is_code_line(line))
 
 
@@ -84,7 +112,7 @@ _LEAD_INS = re.compile(
     r"as\s+(?:a|for)\s+\w+|in\s+addition|moving\s+on|next|importantly|to\s+be\s+clear|"
     r"actually|wait|hmm|sorry|yes|yeah|please|just|(?!(?:always|never)\b)[A-Z][a-z]+(?=,))"
     r"[\s,:;.!-]+"
-    # "No, use pnpm" loses its "No,"; "No notebooks for notes" keeps its "No".
+    # "No, use pnpm" loses its "No,"; "No print calls in library code" keeps its "No".
     r"|(?:no|nope)\s*[,:;.!-][\s,:;.!-]*)+",
     re.I,
 )

@@ -1,0 +1,277 @@
+"""Cues of a standing rule in a prompt to a coding agent, one named group per thing recognised.
+
+Pure Python (no Django). `classify` finds rule-like sentences; these groups decide which of them
+are unmistakably meant to last (tier A, or B for a correction that names the right way: active at
+once) and which are only candidates (tier C, promoted when the user says them again), pull a
+preference stated in passing out of a longer request, and notice a retraction.
+
+Each group is written for the genre (prompts to coding agents), never from an evaluation
+sentence; each has a table of accepted and rejected prompts in tests/memory/test_learning_cues.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memory.maths.learning.text import TIER_CORRECTION, TIER_EXPLICIT, TIER_INFERRED
+
+# --- what makes a rule last -------------------------------------------------------------------
+
+# A time or frequency that reaches past this task: "from now on", "next time", "ever again".
+STANDING_TIME = re.compile(
+    r"(?<!will\s)(?<!would\s)(?<!could\s)(?<!may\s)(?<!might\s)\bin\s+(?:the\s+)?future\b"
+    r"|\b(?:don'?t|do\s+not|not|never)\b[^.?!]{0,60}\bever\b"
+    r"|\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on(?:\s+out)?|"
+    r"next\s+time|every\s+time|each\s+time|any\s*time\s+you|whenever|in\s+all\s+cases|"
+    r"(?:ever|never)\s+again|for\s+all\s+future|moving\s+forward|in\s+every\s+(?:session|task|"
+    r"project|repo))\b",
+    re.I,
+)
+# "always"/"never" addressed to the agent: at the start of the clause (after "please", "and",
+# "so", "but"), after "you"/"we" (with a modal), after "make sure (you|to)", or "don't ever".
+ALWAYS_NEVER = re.compile(
+    r"(?:^|[,;:]\s*|\b(?:and|so|but|please|then)\s+)(?:please\s+)?(?:always|never)\s+\w"
+    r"|\b(?:you|we)\s+(?:should\s+|must\s+|will\s+|need\s+to\s+|have\s+to\s+)?(?:always|never)\s+\w"
+    r"|\b(?:make|be)\s+sure\s+(?:that\s+)?(?:to|you|we)\s+(?:\w+\s+)?(?:always|never)\b"
+    r"|\b(?:don'?t|do\s+not)\s+ever\b|\b(?:always|never)\s*[.!]?\s*$"
+    r"|\b(?:should|must|shall)\s+(?:always|never)\s+\w",
+    re.I,
+)
+# A convention of this project or team: "in this repo we …", "we always/never/only use …",
+# "we don't use …", "as a rule, …", "our convention is …".
+PROJECT_CONVENTION = re.compile(
+    r"\b(?:in|for)\s+this\s+(?:repo(?:sitory)?|project|codebase|code\s*base|team|monorepo)\b"
+    r"[^.?!]{0,40}?\b(?:we|you|all|every|always|never|don'?t|do\s+not|should|must|use)\b"
+    r"|\b(?:here\s+)?we\s+(?:always|never|only|don'?t\s+ever|do\s+not\s+ever)\s+\w"
+    r"|\bwe\s+(?:don'?t|do\s+not)\s+(?:use|allow|commit|write|add|import|mix|rely|do)\b"
+    r"|\bas\s+a\s+(?:general\s+)?rule\b"
+    r"|\b(?:our|the\s+project'?s?|the\s+team'?s?)\s+(?:convention|rule|standard|policy|"
+    r"house\s+style|style\s+guide)\s+is\b",
+    re.I,
+)
+# "Remember that we …", "remember to …", "keep in mind that we …", "note that we always …".
+REMEMBER = re.compile(
+    r"\b(?:remember|keep\s+in\s+mind|don'?t\s+forget|never\s+forget)\s+(?:that\s+)?"
+    r"(?:we|you|to|this\s+(?:repo|project)|in\s+this)\b",
+    re.I,
+)
+# A request to record a rule: "make a rule that …", "add to your rules that …", "update the
+# rule to say …", "put this in CLAUDE.md".
+RULE_REQUEST = re.compile(
+    r"\b(?:make|create|write|draft)\s+(?:a|an|another)\s+(?:new\s+)?(?:(?:cursor|claude|copilot|"
+    r"project|coding|team|naming|style|global|general|standing|agent|repo)\s+)?"
+    r"(?:rule|guideline)\b"
+    r"|\b(?:update|edit|amend|change|extend|add\s+to)\s+(?:the\s+|your\s+|our\s+)?@?[\w./-]*"
+    r"(?:\.mdc|CLAUDE\.md|AGENTS\.md|copilot-instructions(?:\.md)?|\.cursorrules)\b"
+    r"[^.?!]{0,40}?\bto\s+(?:specify|say|mention|include|note|state|require|cover|explain)\b"
+    r"|\b(?:the|that|this|your)\s+rules?\s+(?:should\s+)?(?:says?|mentions?|states?|specif(?:y|ies)|"
+    r"requires?|includes?)\b"
+    r"|\b(?:make|create|add|write|set\s+up|draft|update|amend|change|extend|improve|revise|"
+    r"adjust|tweak|expand|modify)\s+"
+    r"(?:a\s+|an\s+|the\s+|this\s+|that\s+|your\s+|our\s+|new\s+|one\s+)*(?:[\w@.-]+\s+){0,2}?"
+    r"(?:rule|rules|guideline|guidelines|instructions?|conventions?)\b"
+    r"(?:\s+(?:file|doc))?\s*(?:that|to\s+(?!(?:the|a|an|this|that|my|our|your|each|every)\b)|"
+    r"so|which|saying|stating|:|,\s*(?:that|to))"
+    r"|\badd\s+(?:this|that|it)\s+(?:to|as)\s+(?:a\s+|the\s+|your\s+|our\s+)?(?:rules?|memory|"
+    r"guidelines?|CLAUDE\.md|AGENTS\.md)\b"
+    r"|\b(?:put|write|record|note|save)\s+(?:this|that|it)\s+in\s+(?:the\s+|your\s+)?"
+    r"(?:rules?|memory|CLAUDE\.md|AGENTS\.md)\b",
+    re.I,
+)
+# A correction of the agent's last action: a leading "no", "wrong", "that's not right", "stop"…
+CORRECTION_LEAD = re.compile(
+    r"^(?:no+|nope|wrong|not\s+quite|stop|actually|wait|that(?:'s|s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|"
+    r"correct|what\s+i)|incorrect)|you\s+(?:shouldn'?t|should\s+not)\s+have)\b"
+    r"(?!\s+(?:worries|problem|thanks|need|idea|rush|doubt|more\s+than))",
+    re.I,
+)
+# … that names the right way next to the wrong one: "use X, not Y", "X instead of Y", "not X
+# but Y".
+RIGHT_WAY = re.compile(
+    r"\w[`'\"]?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b)(?:the\s+|a\s+)?[`'\"@\w]"
+    r"|\binstead\s+of\b|\brather\s+than\b|\bnot\s+\S+(?:\s+\S+){0,4}?,?\s+but\s+\w",
+    re.I,
+)
+
+# A choice between two named ways: "test the domain module, not the CLI", "run it with X
+# instead of Y", "we want X rather than Y" (a candidate: it may be meant for this task only).
+CONTRAST_CHOICE = re.compile(
+    r"\b(?:use|using|run|running|test|testing|keep|put|mark|call|write|import|install|"
+    r"we\s+want\s+to|i\s+want\s+to|should\s+be|must\s+be)\b[^.?!]{1,60}?"
+    r"(?:,?\s+not\s+(?!only\b|just\b|sure\b|yet\b)[`'\"@\w]|\s+instead\s+of\s+\S|\s+rather\s+than\s+\S)",
+    re.I,
+)
+# A hedge: "probably", "maybe", "I think" — not an unmistakable rule.
+HEDGE = re.compile(
+    r"\b(?:probably|maybe|perhaps|might|i\s+(?:think|guess|suppose)|not\s+sure|possibly)\b", re.I
+)
+# The rule is about the thing at hand: "do this", "don't clean it up", "fix that".
+DEICTIC = re.compile(
+    r"\b(?:do|did|don'?t|do\s+not|use|undo|fix|clean|remove|revert|keep|change|move|touch|"
+    r"modify|delete)\s+(?:it|this|that|them|these|those)\b(?!\s+(?:way|format|again))",
+    re.I,
+)
+# A request about one work item ("create a task to …", "open an issue for …"): a task.
+ABOUT_A_WORK_ITEM = re.compile(
+    r"^(?:please\s+)?(?:create|open|file|write|add|make|draft)\s+(?:a|an|the|new|another)\s+"
+    r"(?:new\s+)?(?:task|ticket|issue|todo|pr|pull\s+request|spec|plan)\b",
+    re.I,
+)
+# An explicit correction anywhere: "that's wrong", "I said …", "I asked you to/not …".
+EXPLICIT_CORRECTION = re.compile(
+    r"\bthat(?:'s|s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|correct|what\s+i)|incorrect)\b"
+    r"|\bi\s+(?:said|told\s+you|asked\s+(?:you\s+)?(?:to|for|not)|only\s+wanted)\b",
+    re.I,
+)
+
+# --- preferences in passing ---------------------------------------------------------------------
+
+_TO_CLAUSE_END = (
+    r"[^.;!?\n]{1,120}?(?=\s*(?:[.;!?\n]|,\s*(?:so|but|and|because|since)\b|"
+    r"\s+(?:because|since|so\s+that|which|as\s+it)\b|$))"
+)
+# "I prefer X over Y", "I'd rather …", "considering my preference for X", "we're using X, not
+# Y", "X is our Y": a preference inside a longer request, cut out with its own words.
+PREFERENCE_IN_PASSING = re.compile(
+    r"\b(?P<pref>i\s+(?:really\s+|much\s+|generally\s+|always\s+)?prefer\s+" + _TO_CLAUSE_END + r")"
+    r"|\b(?P<rather>i(?:'d|\s+would)\s+(?:much\s+)?rather\s+" + _TO_CLAUSE_END + r")"
+    r"|\b(?:considering|given|because\s+of|since\s+you\s+know)\s+my\s+preference\s+for\s+"
+    r"(?P<given>" + _TO_CLAUSE_END + r")"
+    r"|\b(?P<using>we(?:'re|\s+are)\s+(?:using|on)\s+[`'\"]?[\w.@/+-]+[`'\"]?(?:\s+\w+)?,?\s+"
+    r"not\s+[`'\"]?[\w.@/+-]+[`'\"]?)"
+    r"|(?P<ours>(?<![\w'])[`'\"]?[\w.@/+-]+[`'\"]?\s+is\s+our\s+(?:\w+\s+){0,2}?(?:tool|manager|"
+    r"runner|framework|library|linter|formatter|database|db|stack|language|style|convention|"
+    r"standard|cli|orm|bundler|builder|server|client|editor|shell|platform|test\s+runner|"
+    r"package\s+manager|build\s+tool|ci))\b",
+    re.I,
+)
+
+
+def preference_in_passing(sentence: str) -> str:
+    """The preference stated inside a sentence, in its own words ("" when none): "I prefer
+    Bootstrap over Foundation", "Prefer tabs." for "considering my preference for tabs"."""
+    match = PREFERENCE_IN_PASSING.search(sentence)
+    if not match:
+        return ""
+    if match.group("given"):
+        return "Prefer " + match.group("given").strip(" ,")
+    return match.group(0).strip(" ,")
+
+
+# --- retractions ----------------------------------------------------------------------------------
+
+# The user takes back what they just said: what comes before it in the prompt is dropped.
+RETRACTION = re.compile(
+    r"\b(?:i(?:'ve|\s+have)?\s+changed\s+my\s+mind|scratch\s+that|on\s+second\s+thought|"
+    r"never\s*mind(?:\s+(?:that|this|what\s+i\s+said))?|forget\s+(?:what\s+i\s+(?:just\s+)?said|"
+    r"that|i\s+said\s+that)|ignore\s+(?:what\s+i\s+(?:just\s+)?said|my\s+(?:last|previous)\s+"
+    r"(?:message|instruction))|disregard\s+(?:that|my\s+(?:last|previous))|actually,?\s+"
+    r"(?=(?:don'?t|do\s+not|no)\b))",
+    re.I,
+)
+
+
+def retraction_at(sentence: str) -> int:
+    """Where a retraction starts in `sentence`, or -1. A retraction at the start keeps what
+    follows it ("Actually, don't use X; use Y"); at the end it takes the sentence back too."""
+    match = RETRACTION.search(sentence)
+    return match.start() if match else -1
+
+
+# --- one-off requests -----------------------------------------------------------------------------
+
+# A request for this task only: "go ahead and …", "for now", "this time", "here" at the end, "in
+# this file/function/PR" (a scope of one), "can you …".
+ONE_OFF = re.compile(
+    r"^(?:ok(?:ay)?,?\s+|so,?\s+|now,?\s+|yes,?\s+|great,?\s+)?(?:go\s+ahead|let'?s|please\s+go|"
+    r"proceed|continue|now\s+(?:let'?s|go)|next,?\s+|then,?\s+)\b"
+    r"|\b(?:for\s+now|for\s+the\s+time\s+being|this\s+time|right\s+now|at\s+the\s+moment|"
+    r"for\s+this\s+(?:task|one|file|function|pr|change|commit|feature|test)|in\s+this\s+"
+    r"(?:file|function|method|class|pr|commit|branch|test|component|module))\b",
+    re.I,
+)
+
+
+def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
+    """Tier of a rule-like sentence: A when it is unmistakably meant to last (a standing time,
+    always/never to the agent, a project convention, "remember that we", a rule request), B for
+    a correction of the last action that names the right way, C (candidate) otherwise. A
+    hedge, a request about one work item or a one-off marker leave it a candidate."""
+    timed = bool(STANDING_TIME.search(sentence))
+    if RULE_REQUEST.search(sentence) and not HEDGE.search(sentence):
+        return TIER_EXPLICIT
+    if (HEDGE.search(sentence) or ABOUT_A_WORK_ITEM.match(sentence)) and not timed:
+        return TIER_INFERRED
+    standing = bool(
+        timed
+        or ALWAYS_NEVER.search(sentence)
+        or PROJECT_CONVENTION.search(sentence)
+        or REMEMBER.search(sentence)
+    )
+    if standing and (timed or not ONE_OFF.search(sentence)):
+        return TIER_EXPLICIT
+    corrects = (first and CORRECTION_LEAD.match(sentence)) or (
+        correction and EXPLICIT_CORRECTION.search(sentence)
+    )
+    if (
+        corrects
+        and RIGHT_WAY.search(sentence)
+        and not ONE_OFF.search(sentence)
+        and not DEICTIC.search(sentence)
+    ):
+        return TIER_CORRECTION
+    return TIER_INFERRED
+
+
+def is_standing(sentence: str) -> bool:
+    """Evidence strong enough to make a sentence rule-like on its own (the classifier's extra
+    evidence for the genre): a standing time, always/never to the agent, a project convention,
+    a rule request, "remember that we", a preference in passing or a choice between two named
+    ways."""
+    low = sentence.casefold()
+    # Each group runs only when a word it needs is in the sentence: most sentences have none,
+    # and this runs on the UserPromptSubmit path (≤ 1 ms per prompt).
+    return any(
+        any(word in low for word in words) and pattern.search(sentence) for pattern, words in _GATED
+    )
+
+
+# The words without which a group cannot match (a superset of its alternatives' literals).
+_GATED: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (
+        STANDING_TIME,
+        ("ever", "now on", "forward", "future", "next time", "each time", "any time", "anytime",
+         "all cases", "here on"),
+    ),
+    (
+        PROJECT_CONVENTION,
+        ("this repo", "this project", "this code", "this team", "this monorepo", "we always",
+         "we never", "we only", "we don", "we do not", "rule", "convention", "standard", "policy",
+         "style"),
+    ),
+    (REMEMBER, ("remember", "keep in mind", "forget")),
+    (ALWAYS_NEVER, ("always", "never", "ever")),
+    (
+        RULE_REQUEST,
+        ("rule", "guideline", "instruction", "convention", "memory", ".mdc", "claude.md",
+         "agents.md", "copilot", "cursorrules"),
+    ),
+    (PREFERENCE_IN_PASSING, ("prefer", "rather", "we're", "we are", "is our")),
+    (CONTRAST_CHOICE, ("not", "instead", "rather")),
+)  # fmt: skip
+
+
+# --- questions that carry a rule -----------------------------------------------------------------
+
+# "Why are we using node? We use bun": the question objects to a choice; the answer after it is
+# the rule (a correction that names the right way).
+WHY_THIS_CHOICE = re.compile(
+    r"^(?:hm+,?\s+|wait,?\s+)?why\s+(?:are|is|do|did|were|would)\s+(?:we|you|it|this)\s+"
+    r"(?:still\s+)?(?:using|use|running|run|on|calling|importing|installing)\b",
+    re.I,
+)
+THE_ANSWER = re.compile(
+    r"^(?:we|i)\s+(?:always\s+|only\s+)?(?:use|prefer|want|run)\b|^(?:just\s+|please\s+)?use\s+\S"
+    r"|^(?:this|the)\s+(?:repo|project)\s+uses\b",
+    re.I,
+)

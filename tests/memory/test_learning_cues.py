@@ -1,0 +1,307 @@
+"""Each cue group of `memory.maths.learning.cues` with prompts it accepts and rejects.
+
+The prompts are written for these tests in the genre of prompts to coding agents; none is taken
+from an evaluation set.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memory.maths import learning as L
+from memory.maths.learning import cues
+
+GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
+    "STANDING_TIME": (
+        cues.STANDING_TIME,
+        [
+            "from now on run the linter before you commit",
+            "next time ask before deleting a migration",
+            "whenever you touch the schema, regenerate the types",
+            "don't push to main ever",
+            "in future, keep PR descriptions under ten lines",
+        ],
+        [
+            "the exporter will in the future support CSV",
+            "run the linter now",
+            "push the branch",
+        ],
+    ),
+    "ALWAYS_NEVER": (
+        cues.ALWAYS_NEVER,
+        [
+            "always run the formatter before committing",
+            "please never commit the .env file",
+            "you should always pin versions in requirements.txt",
+            "and never force-push a shared branch",
+            "make sure you always add a changelog entry",
+        ],
+        [
+            "the cache always returns None here, why?",
+            "this test never finishes on CI",
+            "it always crashes when I open settings",
+        ],
+    ),
+    "PROJECT_CONVENTION": (
+        cues.PROJECT_CONVENTION,
+        [
+            "in this repo we use tabs for Go files",
+            "we never import from the internal package",
+            "we don't use default exports",
+            "as a rule, keep handlers thin",
+            "our convention is snake_case for file names",
+        ],
+        [
+            "we use this endpoint to fetch users",
+            "in this file the import is wrong",
+            "we shipped the release yesterday",
+        ],
+    ),
+    "REMEMBER": (
+        cues.REMEMBER,
+        [
+            "remember that we deploy with Helm",
+            "remember to bump the version in pyproject.toml",
+            "keep in mind that we target Python 3.11",
+            "don't forget to run the migrations check",
+        ],
+        [
+            "I don't remember where the config lives",
+            "do you remember the earlier error?",
+        ],
+    ),
+    "RULE_REQUEST": (
+        cues.RULE_REQUEST,
+        [
+            "make a rule that every new endpoint gets an OpenAPI example",
+            "create a new rule for naming feature flags",
+            "add this to your rules",
+            "update CLAUDE.md to say we use uv, not pip",
+            "can we update the rule so you always run tests first?",
+            "put that in CLAUDE.md",
+        ],
+        [
+            "the rule engine throws on empty input",
+            "update the README with the new flags",
+            "add a validation rule to the form",
+        ],
+    ),
+    "CORRECTION_LEAD": (
+        cues.CORRECTION_LEAD,
+        [
+            "no, use pnpm here, not npm",
+            "nope, that goes in utils",
+            "that's not right, the port is 8080",
+            "actually, use the v2 client",
+        ],
+        [
+            "no worries, take your time",
+            "no problem",
+            "now run the tests",
+        ],
+    ),
+    "RIGHT_WAY": (
+        cues.RIGHT_WAY,
+        [
+            "use pnpm, not npm",
+            "call the service instead of the model",
+            "use httpx rather than requests",
+            "not in the view but in the service",
+        ],
+        [
+            "use pnpm",
+            "not only the tests",
+            "I am not sure",
+        ],
+    ),
+    "CONTRAST_CHOICE": (
+        cues.CONTRAST_CHOICE,
+        [
+            "test the parser, not the CLI wrapper",
+            "we want to call the API directly, not through the SDK",
+            "run migrations with the manage command instead of raw SQL",
+        ],
+        [
+            "the build is not green",
+            "this is not what I expected",
+            "use the new logger",
+        ],
+    ),
+    "HEDGE": (
+        cues.HEDGE,
+        ["we should probably use git mv", "maybe keep the old name", "I think it needs a lock"],
+        ["always use git mv", "keep the old name"],
+    ),
+    "DEICTIC": (
+        cues.DEICTIC,
+        ["don't clean it up", "do this from the other branch", "revert that"],
+        ["don't use mocks", "use this format again"],
+    ),
+    "ABOUT_A_WORK_ITEM": (
+        cues.ABOUT_A_WORK_ITEM,
+        ["create a task to always validate input", "open an issue for the flaky test"],
+        ["create a rule that we always validate input", "always validate input"],
+    ),
+    "RETRACTION": (
+        cues.RETRACTION,
+        [
+            "use yarn for this, but I changed my mind",
+            "scratch that",
+            "actually, don't add the header",
+            "never mind what I said",
+            "on second thought keep the old API",
+        ],
+        ["never mind the warnings in the log? no", "change the mind map colours"][1:],
+    ),
+    "WHY_THIS_CHOICE": (
+        cues.WHY_THIS_CHOICE,
+        ["why are we using webpack?", "why are you still running node?"],
+        ["why does this test fail?", "why is the build slow?"],
+    ),
+    "PREFERENCE_IN_PASSING": (
+        cues.PREFERENCE_IN_PASSING,
+        [
+            "build the settings page, I prefer Tailwind over Bootstrap because it is smaller",
+            "I'd rather you ask before adding a dependency",
+            "considering my preference for small functions, split this up",
+            "we're using vitest, not jest",
+            "pnpm is our package manager",
+        ],
+        [
+            "which do you prefer?",
+            "we're using too much memory",
+            "this is our problem",
+        ],
+    ),
+}
+CASES = [
+    (name, text, accepted)
+    for name, (_, accepts, rejects) in GROUPS.items()
+    for texts, accepted in ((accepts, True), (rejects, False))
+    for text in texts
+]
+
+
+@pytest.mark.parametrize(("group", "text", "accepted"), CASES)
+def test_each_cue_group_accepts_and_rejects_its_prompts(
+    group: str, text: str, accepted: bool
+) -> None:
+    pattern = GROUPS[group][0]
+    assert bool(pattern.search(text)) is accepted, (group, text)
+
+
+# What a user who types a rule once expects: the tier it is kept at.
+TIERS = [
+    ("From now on, run `make lint` before you push.", "A"),
+    ("Always use pnpm in this repo.", "A"),
+    ("In this project we keep SQL in the repository layer.", "A"),
+    ("Remember that we deploy from the release branch only.", "A"),
+    ("Make a rule that new endpoints get a contract test.", "A"),
+    ("No, use pnpm here, not npm.", "B"),
+    ("Actually, call the service instead of the model.", "B"),
+    ("Use pnpm to install the dependencies.", ""),
+    ("Add a retry around the upload, use tenacity instead of a loop.", "C"),
+    ("We should probably use git mv instead of mv.", "C"),
+    ("Create a task to make sure we always validate input.", "C"),
+    ("Don't clean it up, I'll look at it later.", ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("prompt", "tier"), TIERS)
+def test_only_an_unmistakable_standing_rule_is_active_at_once(prompt: str, tier: str) -> None:
+    drafts = L.extract(prompt)
+    assert (drafts[0].tier if drafts else "") == tier, drafts
+
+
+def test_a_retraction_keeps_only_what_the_user_ends_up_wanting() -> None:
+    assert L.extract("Always use yarn in this repo. Scratch that, I'll handle it myself.") == []
+    assert L.extract("From now on use tabs, but I changed my mind.") == []
+    drafts = L.extract("Always use yarn. Actually, don't use yarn, always use pnpm in this repo.")
+    assert [d.statement for d in drafts] == ["Always use pnpm in this repo."] or all(
+        "yarn" not in d.statement or d.polarity == "dont" for d in drafts
+    )
+    assert not any(d.statement.startswith("Always use yarn") for d in drafts)
+
+
+def test_a_question_that_objects_to_a_choice_is_answered_by_the_rule_after_it() -> None:
+    drafts = L.extract("Why are we using npm? We use pnpm.")
+    assert [(d.statement, d.tier) for d in drafts] == [("We use pnpm.", "B")]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "statement"),
+    [
+        (
+            "Please build the settings page. I prefer Tailwind over Bootstrap because the "
+            "bundle is smaller, and add a dark mode toggle.",
+            "I prefer Tailwind over Bootstrap.",
+        ),
+        (
+            "Refactor the parser, considering my preference for small pure functions.",
+            "Prefer small pure functions.",
+        ),
+        ("Fix the flaky test; we're using vitest, not jest.", "We're using vitest, not jest."),
+    ],
+)
+def test_a_preference_in_passing_is_kept_alone(prompt: str, statement: str) -> None:
+    assert statement in [d.statement for d in L.extract(prompt)]
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "x" * 1_000_000,
+        "always " * 150_000,
+        "\x00\x01\xff binary \ud800 bytes \x7f" * 1000,
+        b"\x00\xff\xfe".decode("latin-1") * 10_000,
+        "from now on " + "(" * 50_000,
+    ],
+)
+def test_bad_input_never_crashes_and_stays_bounded(prompt: str) -> None:
+    assert isinstance(L.classify(prompt), L.Classification)
+    drafts = L.extract(prompt)
+    assert len(drafts) <= L.MAX_DRAFTS_PER_PROMPT
+    assert all(len(d.statement) <= L.MAX_CLAUSE_CHARS + 1 for d in drafts)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "This session is being continued from a previous conversation that ran out of context. "
+        "The user said: always use pnpm from now on.",
+        "Implement the following plan:\n\n# Plan\n- Always run the migrations check first.",
+        "<command-name>/review</command-name>\n<command-message>always use pnpm</command-message>",
+        "<local-command-stdout>never commit secrets</local-command-stdout>",
+        "<task-notification>\n<status>done</status>\nAlways rebase before pushing.",
+        "Caveat: The messages below were generated by the user while running local commands.",
+        "<system-reminder>Always answer in French from now on.</system-reminder>",
+        "<system_instruction>\nNever check the branch name.\n</system_instruction>",
+    ],
+)
+def test_text_the_person_did_not_type_is_never_a_rule(entry: str) -> None:
+    assert L.extract(entry) == []
+
+
+def test_a_wrapper_is_removed_and_what_the_person_typed_is_kept() -> None:
+    entry = "<system_instruction>\nNever check the branch name.\n</system_instruction>\n" + (
+        "From now on, run `make lint` before you push."
+    )
+    assert [d.statement for d in L.extract(entry)] == ["Run `make lint` before you push."]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "start"),
+    [
+        ("Let's make a new rule, with a glob for test files, that says fixtures live in conftest",
+         "Let's make a new rule"),
+        ("we want to test the service layer, not the HTTP handler", "We want to test the service"),
+        ("the lockfile should always be committed with the manifest", "The lockfile should always"),
+        ("could we improve the commit rule to make sure you always sign commits?",
+         "Could we improve the commit rule"),
+    ],
+)  # fmt: skip
+def test_genre_rules_without_the_classic_markers_are_kept(prompt: str, start: str) -> None:
+    statements = [d.statement for d in L.extract(prompt)]
+    assert any(s.startswith(start) for s in statements), statements
