@@ -452,9 +452,11 @@ def draft_write(
             _to_review(engram, now)
             row.result = "review"
         elif user_words and not forced:
-            olds = _variants_of(engram, result.related)
+            olds, maybe = _variants_of(engram, result.related)
             for old in olds:
                 _supersede(old=old, new=engram, now=now)
+            for old in maybe:
+                _ask_replaces(old=old, new=engram, now=now)
             if olds:
                 row.supersedes, row.result = olds[0], "superseded"
     row.save()
@@ -493,13 +495,17 @@ def _to_review(engram: Engram, now: datetime) -> None:
 MAX_VARIANT_CANDIDATES = 500
 
 
-def _variants_of(engram: Engram, related: Sequence[Mapping[str, Any]]) -> list[Engram]:
-    """The live engrams of the same scope that `engram` restates with another value or the
-    opposite direction. DESIGN: the same variant key (checked lexically over the scope's most
-    recent engrams: the same naming slot, the same role filled by another tool, the same words
-    the other way round — rephrasing tolerated), or cosine ≥ 0.8 with another value or the
-    opposite direction (over the write path's neighbours). Every one of them is an older
-    version of the rule: two paraphrases of the old rule are both replaced."""
+def _variants_of(
+    engram: Engram, related: Sequence[Mapping[str, Any]]
+) -> tuple[list[Engram], list[Engram]]:
+    """The live engrams of the same scope that `engram` replaces, and those it may replace.
+
+    Replaced (v3): only where the slot holds one value — the same naming position, the tool for
+    a named role, a number, the same practice reversed (`learning.supersession`); every older
+    version is replaced, so two paraphrases of the old rule both go. May replace: the same
+    variant key, the same words with another value, or cosine ≥ 0.8 with another value or the
+    opposite direction (over the write path's neighbours) — both stay and a person is asked.
+    """
     by_id = {str(r["id"]): float(r["cosine"]) for r in related}
     key = textnorm.variant_key(engram.statement)
     norm = textnorm.normalise(engram.statement)
@@ -511,37 +517,38 @@ def _variants_of(engram: Engram, related: Sequence[Mapping[str, Any]]) -> list[E
         .only("id", "engram_id", "statement", "polarity", "status", "owner_id", "scope")
         .order_by("-created_at")[:MAX_VARIANT_CANDIDATES]
     )
-    found: list[tuple[float, Engram]] = []
+    replaced: list[tuple[float, Engram]] = []
+    asked: list[tuple[float, Engram]] = []
     for other in candidates:
-        cosine = by_id.get(other.engram_id, 0.0)
         if textnorm.normalise(other.statement) == norm:
             continue
-        lexical = (
-            key is not None and key == textnorm.variant_key(other.statement)
-        ) or learning.is_variant(engram.statement, other.statement)
-        update = lexical or learning.is_update(
+        cosine = by_id.get(other.engram_id, 0.0)
+        verdict = learning.supersession(
             engram.statement,
             other.statement,
             cosine=cosine,
             new_polarity=engram.polarity,
             old_polarity=other.polarity,
+            same_key=key is not None and key == textnorm.variant_key(other.statement),
         )
-        if update:
-            found.append((cosine, other))
-    found.sort(key=lambda pair: -pair[0])
-    return [other for _, other in found]
+        if verdict == learning.REPLACE:
+            replaced.append((cosine, other))
+        elif verdict == learning.ASK:
+            asked.append((cosine, other))
+    replaced.sort(key=lambda pair: -pair[0])
+    asked.sort(key=lambda pair: -pair[0])
+    return [other for _, other in replaced], [other for _, other in asked]
 
 
 def _supersede(*, old: Engram, new: Engram, now: datetime) -> None:
-    """The new version is active; the old one is retired with `superseded_by`, and a review item
-    lets a person restore it. Open merge or contradiction items between the two are closed."""
+    """The new version is active; the old one is retired (the model's `retire()`) with
+    `superseded_by`, and a review item lets a person restore it. Open merge or contradiction
+    items between the two are closed."""
     if new.status != Engram.Status.ACTIVE:
         new.activate(now=now)
+    old.retire(now=now)
     old.superseded_by = new
-    old.status = Engram.Status.RETIRED
-    old.retired_at = now
-    old.updated_at = now
-    old.save(update_fields=["superseded_by", "status", "retired_at", "updated_at"])
+    old.save(update_fields=["superseded_by"])
     ReviewItem.objects.filter(
         Q(engram=new, other=old) | Q(engram=old, other=new),
         kind__in=[ReviewItem.Kind.MERGE, ReviewItem.Kind.CONTRADICTION],
@@ -565,6 +572,27 @@ def _supersede(*, old: Engram, new: Engram, now: datetime) -> None:
     )
 
 
+def _ask_replaces(*, old: Engram, new: Engram, now: datetime) -> None:
+    """Unsure whether `new` replaces `old`: both stay active and a review item asks (`replace`
+    retires the old one as a supersession would; `keep` keeps both)."""
+    if ReviewItem.objects.filter(
+        kind=ReviewItem.Kind.SUPERSEDED, engram=old, other=new, state__in=LIVE_REVIEW
+    ).exists():
+        return
+    ReviewItem.objects.create(
+        owner=old.owner,
+        kind=ReviewItem.Kind.SUPERSEDED,
+        engram=old,
+        other=new,
+        payload={"question": True},
+        reason=(
+            f'Does {new.engram_id} ("{new.statement[:120]}") replace {old.engram_id} '
+            f'("{old.statement[:120]}")? Both stay active until you answer.'
+        ),
+        created_at=now,
+    )
+
+
 def superseded_apply(
     *,
     owner: Any,
@@ -575,8 +603,23 @@ def superseded_apply(
     now: datetime,
 ) -> Mapping[str, Any] | None:
     """Review of a supersession: `keep` the new version, or `restore` the old one (the newer is
-    retired in its place)."""
+    retired in its place). Of a question "does this replace …?": `replace` retires the old one
+    as a supersession, `keep` keeps both."""
     old, new = item.engram, item.other
+    if action == "replace" and old is not None and new is not None:
+        if old.status != Engram.Status.RETIRED:
+            old.retire(now=now)
+            old.superseded_by = new
+            old.save(update_fields=["superseded_by"])
+            event_record(
+                owner=owner,
+                event=Event.ENGRAM_SUPERSEDED,
+                engram=old,
+                actor=actor,
+                data={"by": new.engram_id},
+                when=now,
+            )
+        return {"replaced": old.engram_id}
     if action != "restore" or old is None:
         return {"kept": new.engram_id if new else ""}
     engram_restore(owner=owner, engram=old, actor=actor, now=now)
@@ -596,7 +639,9 @@ def superseded_apply(
 def review_kinds_register() -> None:
     """Called from MemoryConfig.ready(): every process knows how to decide a superseded item."""
     kind_register(
-        ReviewItem.Kind.SUPERSEDED, actions=("defer", "keep", "restore"), apply=superseded_apply
+        ReviewItem.Kind.SUPERSEDED,
+        actions=("defer", "keep", "restore", "replace"),
+        apply=superseded_apply,
     )
 
 

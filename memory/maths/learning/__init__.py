@@ -61,7 +61,9 @@ from memory.maths.learning.transcript import (
     split_complete,
 )
 from memory.maths.learning.variants import (
+    ASK,
     MIN_SHARED_WORDS,
+    REPLACE,
     SAME_RULE_WORDS,
     UPDATE_COSINE,
     is_update,
@@ -69,11 +71,14 @@ from memory.maths.learning.variants import (
     naming_slots,
     plain_words,
     same_rule_other_value,
+    supersession,
     tool_slot,
     values_of,
+    variant_kind,
 )
 
 __all__ = [
+    "ASK",
     "CORRECTION",
     "INSTRUCTION",
     "MAX_CLASSIFIED_CHARS",
@@ -84,6 +89,7 @@ __all__ = [
     "MIN_CLAUSE_WORDS",
     "MIN_SHARED_WORDS",
     "PREFERENCE",
+    "REPLACE",
     "SAME_RULE_WORDS",
     "SIMILAR_CALL",
     "TIER_CORRECTION",
@@ -122,8 +128,10 @@ __all__ = [
     "sentences",
     "split_complete",
     "statement_part",
+    "supersession",
     "tags_of",
     "tool_slot",
     "type_of",
     "values_of",
+    "variant_kind",
 ]

@@ -240,25 +240,78 @@ def is_variant(new: str, old: str) -> bool:
     """A lexical variant test that compares what the rules are about rather than their words:
     the same naming slot with another value, the same role filled by another tool, the same
     words in the opposite direction, or the same rule words with another value."""
+    return bool(variant_kind(new, old))
+
+
+# What `variant_kind` found: a slot that holds one value (the newer rule replaces the older) …
+NAMING, ROLE, NUMBER, REVERSED = "naming", "role", "number", "reversed"
+ONE_VALUE_SLOTS = frozenset({NAMING, ROLE, NUMBER, REVERSED})
+# … or the same rule words with another value, which two rules can both hold ("run `make lint`
+# before pushing" and "run `make test` before pushing").
+OTHER_VALUE = "value"
+_NUMBER = re.compile(r"^[<>~=]*\d+(?:[.,]\d+)?(?:%|[a-z]{1,3})?$")
+
+
+def _numbers_only(new: str, old: str) -> bool:
+    """The values that differ between the two statements are all numbers (after number words)."""
+    differ = values_of(new) ^ values_of(old)
+    return bool(differ) and all(_NUMBER.match(v) for v in differ)
+
+
+def variant_kind(new: str, old: str) -> str:
+    """How `new` restates `old`: NAMING (the same naming slot, another value), ROLE (the same
+    role, another tool), NUMBER (the same rule, another number), REVERSED (the same practice,
+    the other direction), OTHER_VALUE (the same rule words, another value), or "" (two rules)."""
     if new.strip().casefold() == old.strip().casefold():
-        return False
+        return ""
     slots_new, slots_old = naming_slots(new), naming_slots(old)
     if slots_new and slots_old:
         # Two naming rules: the same slot (what is named, where) with another value, and
         # nothing else: "end function names" is not "end function argument names".
-        return bool(slots_new & slots_old) and values_of(new) != values_of(old)
-    if same_rule_other_value(new, old) or same_rule_other_value(_digits(new), _digits(old)):
-        return True  # "no more than three days a week" / "no more than twice a week"
+        same = bool(slots_new & slots_old) and values_of(new) != values_of(old)
+        return NAMING if same else ""
+    digits_new, digits_old = _digits(new), _digits(old)
+    if same_rule_other_value(digits_new, digits_old) and _numbers_only(digits_new, digits_old):
+        return NUMBER  # "no more than three days a week" / "no more than twice a week"
     tool_new, tool_old = tool_slot(new), tool_slot(old)
     if tool_new and tool_old and not (tool_new[0] & tool_old[0]) and _same_role(tool_new, tool_old):
-        return True
+        return ROLE
     negative_new = bool(_NEGATIVE_DIRECTION.search(new))
-    if negative_new != bool(_NEGATIVE_DIRECTION.search(old)):
+    if negative_new != bool(_NEGATIVE_DIRECTION.search(old)) and values_of(new) == values_of(old):
         a = plain_words(new) - _DIRECTION_WORDS
         b = plain_words(old) - _DIRECTION_WORDS
         if a and b and len(a & b) / len(a | b) >= SAME_RULE_WORDS:
-            return True
+            return REVERSED
         # "Stop using a linter altogether" / "Use a linter for all your Python code"
         if _used_objects(new) & _used_objects(old):
-            return True
-    return False
+            return REVERSED
+    if same_rule_other_value(new, old) or same_rule_other_value(digits_new, digits_old):
+        return OTHER_VALUE
+    return ""
+
+
+REPLACE, ASK = "replace", "ask"
+
+
+def supersession(
+    new: str,
+    old: str,
+    *,
+    cosine: float,
+    new_polarity: str | None,
+    old_polarity: str | None,
+    same_key: bool = False,
+) -> str:
+    """What a newer user rule does to an older live one of the same scope: REPLACE it only where
+    the slot holds one value (a naming position, the tool for a named role, a number, the same
+    practice reversed); ASK ("does this replace …?", both stay) when it looks like an update but
+    both may hold (the same variant key, the same words with another value, or cosine ≥ 0.8
+    with another value or the opposite direction); "" for two unrelated rules."""
+    kind = variant_kind(new, old)
+    if kind in ONE_VALUE_SLOTS:
+        return REPLACE
+    if kind or same_key:
+        return ASK
+    if is_update(new, old, cosine=cosine, new_polarity=new_polarity, old_polarity=old_polarity):
+        return ASK
+    return ""
