@@ -86,13 +86,24 @@ def settings_update(*, owner: Any, review_all: bool) -> OwnerSettings:
 
 
 def prompt_capture(
-    *, owner: Any, session: AgentSession | None, scope: str, prompt: str, now: datetime
+    *,
+    owner: Any,
+    session: AgentSession | None,
+    scope: str,
+    prompt: str,
+    now: datetime,
+    origin: Any = None,
 ) -> LearningSignal | None:
     """UserPromptSubmit: store the prompt (redacted) as a signal when the classifier fires.
 
     The classifier is regular expressions only (< 1 ms); a prompt seen before in the session
-    is not stored twice. Extraction is queued for after the commit.
+    is not stored twice. Extraction is queued for after the commit. Only the person's words
+    are read: a prompt that a program sent (`origin`, the hook's `source`, other than `user`),
+    a slash command or a compaction summary is none; reminders and hook output are cut out.
     """
+    if origin not in (None, "", "user"):
+        return None
+    prompt = learning.user_words(prompt[: MAX_SIGNAL_CHARS * 4])
     verdict = learning.classify(prompt)
     if not verdict.is_signal:
         return None
@@ -167,12 +178,27 @@ def transcript_attach(
     return signal
 
 
+def _rewind(session: AgentSession) -> None:
+    """A transcript rewritten shorter than the offset: read it again from its start. Entries
+    already learned from are skipped by their uuid (`_transcript_entries`), so nothing is
+    learned twice and nothing of the new file is lost."""
+    AgentSession.objects.filter(pk=session.pk, transcript_offset=session.transcript_offset).update(
+        transcript_offset=0
+    )
+    session.transcript_offset = 0
+
+
 def _attached_delta(
     session: AgentSession, offset: int, lines: list[Any], now: datetime
 ) -> LearningSignal | None:
     current = int(
         AgentSession.objects.filter(pk=session.pk).values_list("transcript_offset", flat=True)[0]
     )
+    size = sum(len(line.encode("utf-8", "replace")) + 1 for line in lines if isinstance(line, str))
+    if offset == 0 and 0 < size < current:
+        session.transcript_offset = current
+        _rewind(session)  # engram-hook found the file shorter than its offset and sent it whole
+        current = 0
     position = offset
     keep: list[bytes] = []
     start = None
@@ -203,6 +229,8 @@ def _read_delta(session: AgentSession, now: datetime) -> LearningSignal | None:
         return None
     try:
         with open(path, "rb") as handle:
+            if session.transcript_offset > os.fstat(handle.fileno()).st_size:
+                _rewind(session)  # rewritten shorter: read it again from its start
             handle.seek(session.transcript_offset)
             data = handle.read(MAX_DELTA_BYTES)
     except OSError:
@@ -262,31 +290,45 @@ def fixes_capture(*, session: AgentSession, now: datetime) -> int:
 # --- extraction ------------------------------------------------------------------------------
 
 
-def _heuristic(signal: LearningSignal) -> list[learning.LessonDraft]:
+Sourced = tuple[learning.LessonDraft, learning.Entry | None]
+
+
+def _heuristic(signal: LearningSignal) -> list[Sourced]:
+    """The heuristic's drafts of a signal, each with the transcript entry it quotes (None for a
+    prompt, whose signal is the quote, and for an error → fix pair)."""
     if signal.kind == LearningSignal.Kind.PROMPT:
-        return learning.extract(signal.text)
+        return [(draft, None) for draft in learning.extract(signal.text)]
     if signal.kind == LearningSignal.Kind.ERROR_FIX:
         statement = signal.text
-        return [
-            learning.LessonDraft(
-                statement=statement,
-                polarity="do",
-                tier=learning.TIER_INFERRED,
-                type="procedural",
-                anti_pattern=learning.anti_pattern_of(statement),
-                tags=learning.tags_of(statement),
-                rationale=statement,
-            )
-        ]
+        draft = learning.LessonDraft(
+            statement=statement,
+            polarity="do",
+            tier=learning.TIER_INFERRED,
+            type="procedural",
+            anti_pattern=learning.anti_pattern_of(statement),
+            tags=learning.tags_of(statement),
+            rationale=statement,
+        )
+        return [(draft, None)]
     return _heuristic_entries(_transcript_entries(signal))
 
 
-def _heuristic_entries(entries: Sequence[learning.Entry]) -> list[learning.LessonDraft]:
-    drafts: list[learning.LessonDraft] = []
+def _heuristic_entries(entries: Sequence[learning.Entry]) -> list[Sourced]:
+    drafts: list[Sourced] = []
     for entry in entries:
         if entry.kind == "user":
-            drafts.extend(learning.extract(entry.text))
+            drafts.extend((draft, entry) for draft in learning.extract(entry.text))
     return drafts
+
+
+def _entry_of(
+    draft: learning.LessonDraft, entries: Sequence[learning.Entry]
+) -> learning.Entry | None:
+    """The user entry a draft of the LLM quotes (its rationale is then the user's words)."""
+    quote = draft.rationale.strip()
+    if not quote:
+        return None
+    return next((e for e in entries if e.kind == "user" and quote in e.text), None)
 
 
 def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
@@ -297,10 +339,22 @@ def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
             session=signal.session_id, kind=LearningSignal.Kind.PROMPT
         ).values_list("digest", flat=True)
     )
+    entries = learning.parse_lines(signal.text.split("\n"))
+    # A transcript rewritten and read again: the entries already learned from stay learned.
+    learned = set(
+        LearningDraft.objects.filter(
+            session=signal.session_id,
+            entry_uuid__in=[e.uuid for e in entries if e.kind == "user" and e.uuid],
+        ).values_list("entry_uuid", flat=True)
+    )
     return [
         entry
-        for entry in learning.parse_lines(signal.text.splitlines())
-        if entry.kind != "user" or _digest(entry.text[:MAX_SIGNAL_CHARS]) not in captured
+        for entry in entries
+        if entry.kind != "user"
+        or (
+            _digest(entry.text[:MAX_SIGNAL_CHARS]) not in captured
+            and not (entry.uuid and entry.uuid in learned)
+        )
     ]
 
 
@@ -315,10 +369,9 @@ def _llm_text(signal: LearningSignal) -> list[extraction.Run]:
     return extraction.transcript_runs(_transcript_entries(signal))
 
 
-def _extract(
-    signal: LearningSignal, limit: int
-) -> tuple[list[tuple[learning.LessonDraft, str]], str]:
-    """The drafts of a signal with the producer of each, and the signal's producer.
+def _extract(signal: LearningSignal, limit: int) -> tuple[list[tuple[Sourced, str]], str]:
+    """The drafts of a signal (each with the entry it quotes) with the producer of each, and
+    the signal's producer.
 
     The LLM reads a transcript delta in up to MAX_EXTRACT_CALLS calls; when it stops (the
     budget, the breaker, a failure) or the calls run out, the heuristic reads the entries it
@@ -326,7 +379,7 @@ def _extract(
     if not configured():  # the default: no key, nothing to prepare for a call
         return [(d, PRODUCER_HEURISTIC) for d in _heuristic(signal)[:limit]], PRODUCER_HEURISTIC
     runs = _llm_text(signal)
-    drafts: list[tuple[learning.LessonDraft, str]] = []
+    drafts: list[tuple[Sourced, str]] = []
     sent = 0
     for run in runs[: extraction.MAX_EXTRACT_CALLS]:
         if len(drafts) >= limit:
@@ -340,7 +393,7 @@ def _extract(
             )
         except LlmUnavailable:
             break
-        drafts += [(draft, PRODUCER_LLM) for draft in found]
+        drafts += [((draft, _entry_of(draft, run.entries)), PRODUCER_LLM) for draft in found]
         sent += 1
     if not sent:
         return [(d, PRODUCER_HEURISTIC) for d in _heuristic(signal)[:limit]], PRODUCER_HEURISTIC
@@ -376,8 +429,10 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
         if not claimed:
             return 0
         forced = review_all(signal.owner)
-        for draft, made_by in drafts:
-            draft_write(signal=signal, draft=draft, producer=made_by, forced=forced, now=now)
+        for (draft, entry), made_by in drafts:
+            draft_write(
+                signal=signal, draft=draft, producer=made_by, forced=forced, now=now, entry=entry
+            )
     return len(drafts)
 
 
@@ -394,10 +449,13 @@ def draft_write(
     producer: str,
     forced: bool,
     now: datetime,
+    entry: learning.Entry | None = None,
 ) -> LearningDraft:
     """One draft through the write path (scan, recurrence, merge, contradiction), then the
     learning rules: tier A/B active with source `user`, C a candidate; review forced by the
-    owner's setting or past 20 drafts in the session; a user draft supersedes its variants."""
+    owner's setting or past 20 drafts in the session; a user draft supersedes its variants.
+    The draft keeps where its quote was said: the prompt (its signal) or the transcript
+    `entry` (uuid and line)."""
     owner = signal.owner
     tier = draft.tier if draft.tier in LearningDraft.Tier.values else learning.TIER_INFERRED
     user_words = tier in TIERS_OF_USER
@@ -410,6 +468,8 @@ def draft_write(
         polarity=draft.polarity or "",
         anti_pattern=draft.anti_pattern[:300],
         quote=draft.rationale[: learning.MAX_QUOTE_CHARS],
+        entry_uuid=entry.uuid if entry else "",
+        entry_line=max(entry.line, 0) if entry else 0,
         producer=producer,
         created_at=now,
     )
@@ -443,8 +503,12 @@ def draft_write(
         extra["learning"] = {
             "tier": tier,
             "signal": signal.pk,
+            "origin": signal.kind,
             "session": signal.session.session_id if signal.session else "",
             "producer": producer,
+            "quote": row.quote,
+            "entry": row.entry_uuid,
+            "line": row.entry_line,
         }
         Engram.objects.filter(pk=engram.pk).update(extra=extra)
         engram.extra = extra
@@ -719,3 +783,14 @@ def drafts_for(
     return list(
         qs.select_related("engram", "supersedes", "session").order_by("-created_at", "-pk")[:limit]
     )
+
+
+def provenance_context(engram: Engram) -> dict[str, Any]:
+    """The engram page's "where it came from": the first captured draft that made it (its quote,
+    prompt or transcript entry, session) and how many later drafts stated it again. Two
+    queries."""
+    drafts = LearningDraft.objects.filter(engram=engram)
+    first = drafts.select_related("signal", "session").order_by("created_at", "pk").first()
+    if first is None:
+        return {"provenance": None, "restatements": 0}
+    return {"provenance": first, "restatements": drafts.count() - 1}

@@ -59,6 +59,7 @@ from memory.maths.learning.transcript import (
     parse_lines,
     render_entries,
     split_complete,
+    user_words,
 )
 from memory.maths.learning.variants import (
     ASK,
@@ -132,6 +133,7 @@ __all__ = [
     "tags_of",
     "tool_slot",
     "type_of",
+    "user_words",
     "values_of",
     "variant_kind",
 ]
