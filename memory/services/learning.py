@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from memory import scanner
@@ -31,12 +30,13 @@ from memory.models import (
     OwnerSettings,
     ReviewItem,
 )
-from memory.services import extraction
+from memory.services import extraction, supersession
 from memory.services.engrams import engram_learn
 from memory.services.events import event_record
 from memory.services.jobs import job_enqueue
 from memory.services.llm import PRODUCER_HEURISTIC, PRODUCER_LLM, LlmUnavailable, configured
-from memory.services.review import kind_register
+from memory.services.supersession import engram_restore
+from memory.services.supersession import review_kinds_register as review_kinds_register
 
 MAX_SIGNAL_CHARS = 8000
 # One Stop's transcript delta: bounded so a huge session is taken in several passes.
@@ -516,11 +516,11 @@ def draft_write(
             _to_review(engram, now)
             row.result = "review"
         elif user_words and not forced:
-            olds, maybe = _variants_of(engram, result.related)
+            olds, maybe = supersession.variants_of(engram, result.related)
             for old in olds:
-                _supersede(old=old, new=engram, now=now)
+                supersession.supersede(old=old, new=engram, now=now)
             for old in maybe:
-                _ask_replaces(old=old, new=engram, now=now)
+                supersession.ask_replaces(old=old, new=engram, now=now)
             if olds:
                 row.supersedes, row.result = olds[0], "superseded"
     row.save()
@@ -554,168 +554,6 @@ def _to_review(engram: Engram, now: datetime) -> None:
             reason="Captured from a session; waiting for review",
             created_at=now,
         )
-
-
-MAX_VARIANT_CANDIDATES = 500
-
-
-def _variants_of(
-    engram: Engram, related: Sequence[Mapping[str, Any]]
-) -> tuple[list[Engram], list[Engram]]:
-    """The live engrams of the same scope that `engram` replaces, and those it may replace.
-
-    Replaced (v3): only where the slot holds one value — the same naming position, the tool for
-    a named role, a number, the same practice reversed (`learning.supersession`); every older
-    version is replaced, so two paraphrases of the old rule both go. May replace: the same
-    variant key, the same words with another value, or cosine ≥ 0.8 with another value or the
-    opposite direction (over the write path's neighbours) — both stay and a person is asked.
-    """
-    by_id = {str(r["id"]): float(r["cosine"]) for r in related}
-    key = textnorm.variant_key(engram.statement)
-    norm = textnorm.normalise(engram.statement)
-    candidates = (
-        Engram.objects.for_owner(engram.owner)
-        .filter(scope=engram.scope, superseded_by__isnull=True)
-        .exclude(pk=engram.pk)
-        .exclude(status=Engram.Status.RETIRED)
-        .only("id", "engram_id", "statement", "polarity", "status", "owner_id", "scope")
-        .order_by("-created_at")[:MAX_VARIANT_CANDIDATES]
-    )
-    replaced: list[tuple[float, Engram]] = []
-    asked: list[tuple[float, Engram]] = []
-    for other in candidates:
-        if textnorm.normalise(other.statement) == norm:
-            continue
-        cosine = by_id.get(other.engram_id, 0.0)
-        verdict = learning.supersession(
-            engram.statement,
-            other.statement,
-            cosine=cosine,
-            new_polarity=engram.polarity,
-            old_polarity=other.polarity,
-            same_key=key is not None and key == textnorm.variant_key(other.statement),
-        )
-        if verdict == learning.REPLACE:
-            replaced.append((cosine, other))
-        elif verdict == learning.ASK:
-            asked.append((cosine, other))
-    replaced.sort(key=lambda pair: -pair[0])
-    asked.sort(key=lambda pair: -pair[0])
-    return [other for _, other in replaced], [other for _, other in asked]
-
-
-def _supersede(*, old: Engram, new: Engram, now: datetime) -> None:
-    """The new version is active; the old one is retired (the model's `retire()`) with
-    `superseded_by`, and a review item lets a person restore it. Open merge or contradiction
-    items between the two are closed."""
-    if new.status != Engram.Status.ACTIVE:
-        new.activate(now=now)
-    old.retire(now=now)
-    old.superseded_by = new
-    old.save(update_fields=["superseded_by"])
-    ReviewItem.objects.filter(
-        Q(engram=new, other=old) | Q(engram=old, other=new),
-        kind__in=[ReviewItem.Kind.MERGE, ReviewItem.Kind.CONTRADICTION],
-        state__in=LIVE_REVIEW,
-    ).update(state=ReviewItem.State.DONE, decision="superseded", decided_at=now)
-    ReviewItem.objects.create(
-        owner=old.owner,
-        kind=ReviewItem.Kind.SUPERSEDED,
-        engram=old,
-        other=new,
-        reason=f"{new.engram_id} replaced {old.engram_id}; restore the old version if it still holds",
-        created_at=now,
-    )
-    event_record(
-        owner=old.owner,
-        event=Event.ENGRAM_SUPERSEDED,
-        engram=old,
-        actor=ACTOR,
-        data={"by": new.engram_id},
-        when=now,
-    )
-
-
-def _ask_replaces(*, old: Engram, new: Engram, now: datetime) -> None:
-    """Unsure whether `new` replaces `old`: both stay active and a review item asks (`replace`
-    retires the old one as a supersession would; `keep` keeps both)."""
-    if ReviewItem.objects.filter(
-        kind=ReviewItem.Kind.SUPERSEDED, engram=old, other=new, state__in=LIVE_REVIEW
-    ).exists():
-        return
-    ReviewItem.objects.create(
-        owner=old.owner,
-        kind=ReviewItem.Kind.SUPERSEDED,
-        engram=old,
-        other=new,
-        payload={"question": True},
-        reason=(
-            f'Does {new.engram_id} ("{new.statement[:120]}") replace {old.engram_id} '
-            f'("{old.statement[:120]}")? Both stay active until you answer.'
-        ),
-        created_at=now,
-    )
-
-
-def superseded_apply(
-    *,
-    owner: Any,
-    item: ReviewItem,
-    action: str,
-    actor: str,
-    edits: Mapping[str, Any],
-    now: datetime,
-) -> Mapping[str, Any] | None:
-    """Review of a supersession: `keep` the new version, or `restore` the old one (the newer is
-    retired in its place). Of a question "does this replace …?": `replace` retires the old one
-    as a supersession, `keep` keeps both."""
-    old, new = item.engram, item.other
-    if action == "replace" and old is not None and new is not None:
-        if old.status != Engram.Status.RETIRED:
-            old.retire(now=now)
-            old.superseded_by = new
-            old.save(update_fields=["superseded_by"])
-            event_record(
-                owner=owner,
-                event=Event.ENGRAM_SUPERSEDED,
-                engram=old,
-                actor=actor,
-                data={"by": new.engram_id},
-                when=now,
-            )
-        return {"replaced": old.engram_id}
-    if action != "restore" or old is None:
-        return {"kept": new.engram_id if new else ""}
-    engram_restore(owner=owner, engram=old, actor=actor, now=now)
-    if new is not None and new.status != Engram.Status.RETIRED:
-        new.retire(now=now)
-        event_record(
-            owner=owner,
-            event=Event.ENGRAM_RETIRED,
-            engram=new,
-            actor=actor,
-            data={"reason": f"{old.engram_id} restored"},
-            when=now,
-        )
-    return {"restored": old.engram_id}
-
-
-def review_kinds_register() -> None:
-    """Called from MemoryConfig.ready(): every process knows how to decide a superseded item."""
-    kind_register(
-        ReviewItem.Kind.SUPERSEDED,
-        actions=("defer", "keep", "restore", "replace"),
-        apply=superseded_apply,
-    )
-
-
-def engram_restore(*, owner: Any, engram: Engram, actor: str, now: datetime) -> Engram:
-    """Bring a superseded (or undone) engram back: active, no longer superseded."""
-    engram.superseded_by = None
-    engram.save(update_fields=["superseded_by"])
-    engram.activate(now=now)
-    event_record(owner=owner, event=Event.ENGRAM_RESTORED, engram=engram, actor=actor, when=now)
-    return engram
 
 
 def lesson_undo(*, owner: Any, engram_id: str, actor: str = "person") -> Engram:
