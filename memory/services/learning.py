@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memory import scanner
@@ -47,6 +48,7 @@ TIERS_OF_USER = extraction.TIERS_OF_USER  # tier A and B: the user's own words
 # Draft results that count against the per-session cap (a repeat adds no new lesson).
 COUNTED = ("created", "merge_proposed", "contradiction_flagged", "superseded", "review")
 LIVE_REVIEW = (ReviewItem.State.PENDING, ReviewItem.State.DEFERRED)
+FORGET = "forget"  # the label of a prompt that asks to retire one of the person's rules
 
 # The LLM side of extraction lives in `extraction`; these names stay importable from here.
 EXTRACT_TASK = extraction.EXTRACT_TASK
@@ -104,9 +106,13 @@ def prompt_capture(
     if origin not in (None, "", "user"):
         return None
     prompt = learning.user_words(prompt[: MAX_SIGNAL_CHARS * 4])
-    verdict = learning.classify(prompt)
-    if not verdict.is_signal:
-        return None
+    if learning.forget_request(prompt) is not None:
+        label = FORGET  # "forget that rule": retires the rule it names
+    else:
+        verdict = learning.classify(prompt)
+        if not verdict.is_signal:
+            return None
+        label = verdict.kind
     text, found = scanner.redact_secrets(prompt[:MAX_SIGNAL_CHARS])
     digest = _digest(text)
     if (
@@ -118,7 +124,7 @@ def prompt_capture(
         owner=owner,
         session=session,
         kind=LearningSignal.Kind.PROMPT,
-        label=verdict.kind,
+        label=label,
         text=text,
         digest=digest,
         redacted=sorted(set(found)),
@@ -416,6 +422,11 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
     )
     if signal is None:
         return 0
+    if signal.label == FORGET and signal.kind == LearningSignal.Kind.PROMPT:
+        with transaction.atomic():
+            if _claim(signal, PRODUCER_HEURISTIC, now):
+                supersession.rule_forget(signal=signal, now=now)
+        return 0
     limit = (
         learning.MAX_DRAFTS_PER_PROMPT
         if signal.kind == LearningSignal.Kind.PROMPT
@@ -423,10 +434,7 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
     )
     drafts, producer = _extract(signal, limit)
     with transaction.atomic():
-        claimed = LearningSignal.objects.filter(
-            pk=signal.pk, state=LearningSignal.State.PENDING
-        ).update(state=LearningSignal.State.DONE, producer=producer, processed_at=now)
-        if not claimed:
+        if not _claim(signal, producer, now):
             return 0
         forced = review_all(signal.owner)
         for (draft, entry), made_by in drafts:
@@ -434,6 +442,15 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
                 signal=signal, draft=draft, producer=made_by, forced=forced, now=now, entry=entry
             )
     return len(drafts)
+
+
+def _claim(signal: LearningSignal, producer: str, now: datetime) -> bool:
+    """Mark a pending signal done (in the caller's transaction); False if another run did."""
+    return bool(
+        LearningSignal.objects.filter(pk=signal.pk, state=LearningSignal.State.PENDING).update(
+            state=LearningSignal.State.DONE, producer=producer, processed_at=now
+        )
+    )
 
 
 def _session_count(session_id: int | None) -> int:
@@ -496,7 +513,12 @@ def draft_write(
     engram = result.engram
     row.engram = engram
     row.result = result.outcome
-    if result.outcome != "recurrence":
+    if result.outcome in ("recurrence", "merge_proposed") and not forced:
+        promoted = _promote_on_recurrence(row, result, user_words=_said_by_user(signal, entry))
+        if promoted is not None:
+            engram = row.engram = promoted
+            row.result = "recurrence"
+    if row.result != "recurrence":
         extra = dict(engram.extra or {})
         if draft.anti_pattern:
             extra["anti_pattern"] = draft.anti_pattern[:300]
@@ -539,6 +561,66 @@ def draft_write(
             when=now,
         )
     return row
+
+
+def _said_by_user(signal: LearningSignal, entry: learning.Entry | None) -> bool:
+    """The draft quotes the person: a prompt, or a user entry of a transcript."""
+    if signal.kind == LearningSignal.Kind.PROMPT:
+        return True
+    return signal.kind == LearningSignal.Kind.TRANSCRIPT and entry is not None
+
+
+def _promote_on_recurrence(row: LearningDraft, result: Any, *, user_words: bool) -> Engram | None:
+    """DESIGN v3: a candidate the person states again in another session of the same scope
+    becomes active (event `engram_promoted`, reason recurrence); so does one they now state as
+    an explicit rule (tier A/B). The same statement (content hash) or a near-duplicate (the
+    write path's merge proposal, cosine ≥ 0.92) counts; the near-duplicate copy is retired in
+    favour of the rule it repeats. Returns the promoted engram, or None."""
+    if not user_words:
+        return None
+    engram = result.engram
+    if result.outcome == "merge_proposed":
+        target_id = next((r["id"] for r in result.related if r["relation"] == "merge"), None)
+        target = (
+            Engram.objects.for_owner(row.owner)
+            .filter(engram_id=target_id, status=Engram.Status.CANDIDATE)
+            .first()
+        )
+        if target is None:
+            return None
+        duplicate, engram = engram, target
+    else:
+        duplicate = None
+    if engram.status != Engram.Status.CANDIDATE:
+        return None
+    earlier = LearningDraft.objects.filter(engram=engram).exclude(session_id=row.session_id)
+    earlier_by_user = earlier.filter(
+        Q(signal__kind=LearningSignal.Kind.PROMPT)
+        | Q(signal__kind=LearningSignal.Kind.TRANSCRIPT, entry_line__gt=0)
+    )
+    if row.tier not in TIERS_OF_USER and not earlier_by_user.exists():
+        return None
+    now = row.created_at
+    if duplicate is not None:
+        duplicate.retire(now=now)
+        ReviewItem.objects.filter(engram=duplicate, state__in=LIVE_REVIEW).update(
+            state=ReviewItem.State.DONE, decision="recurrence", decided_at=now
+        )
+    engram.activate(now=now)
+    Engram.objects.filter(pk=engram.pk).update(source="user")
+    engram.source = "user"
+    ReviewItem.objects.filter(
+        engram=engram, kind=ReviewItem.Kind.CANDIDATE, state__in=LIVE_REVIEW
+    ).update(state=ReviewItem.State.DONE, decision="promoted", decided_at=now)
+    event_record(
+        owner=row.owner,
+        event=Event.ENGRAM_PROMOTED,
+        engram=engram,
+        actor=ACTOR,
+        data={"reason": "recurrence", "session": row.session.session_id if row.session else ""},
+        when=now,
+    )
+    return engram
 
 
 def _to_review(engram: Engram, now: datetime) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from django.db.models import Q
 
 from memory.maths import learning, textnorm
-from memory.models import Engram, Event, ReviewItem
+from memory.models import Engram, Event, LearningDraft, LearningSignal, ReviewItem
 from memory.services.events import event_record
 from memory.services.review import kind_register
 
@@ -179,3 +179,91 @@ def engram_restore(*, owner: Any, engram: Engram, actor: str, now: datetime) -> 
     engram.activate(now=now)
     event_record(owner=owner, event=Event.ENGRAM_RESTORED, engram=engram, actor=actor, when=now)
     return engram
+
+
+# --- "forget that rule" ----------------------------------------------------------------------
+
+JUST_SAID_SECONDS = 15 * 60  # a bare "never mind (that)" reaches back to a rule this recent
+
+
+def _forget_targets(signal: LearningSignal, topic: str) -> list[Engram]:
+    """The live rules a forget request names: the last rule the session captured ("forget that
+    rule"), the rules of the session's previous signal if just stated ("never mind that"), or
+    the captured or user-stated rules of the scope (and global) whose words hold the topic."""
+    drafts = (
+        LearningDraft.objects.filter(session_id=signal.session_id, engram__isnull=False)
+        .exclude(signal=signal)
+        .exclude(engram__status=Engram.Status.RETIRED)
+        .select_related("engram", "signal")
+        .order_by("-created_at", "-pk")
+    )
+    if topic == learning.FORGET_LAST:
+        last = drafts.exclude(tier=learning.TIER_INFERRED, signal__kind="error_fix").first()
+        return [last.engram] if last and last.engram else []
+    if topic == learning.FORGET_JUST_SAID:
+        previous = (
+            LearningSignal.objects.filter(session_id=signal.session_id, pk__lt=signal.pk)
+            .order_by("-pk")
+            .first()
+        )
+        if previous is None or previous.kind != LearningSignal.Kind.PROMPT:
+            return []
+        if (signal.created_at - previous.created_at).total_seconds() > JUST_SAID_SECONDS:
+            return []
+        return [d.engram for d in drafts.filter(signal=previous) if d.engram is not None]
+    rules = (
+        Engram.objects.for_owner(signal.owner)
+        .live()
+        .filter(scope__in={signal.scope, "global"}, superseded_by__isnull=True)
+        .filter(Q(source="user") | Q(drafts__isnull=False))
+        .distinct()
+        .order_by("-created_at")[:MAX_VARIANT_CANDIDATES]
+    )
+    return [rule for rule in rules if learning.names_rule(topic, rule.statement)]
+
+
+def rule_forget(*, signal: LearningSignal, now: datetime) -> LearningDraft:
+    """ "forget that rule" / "never mind that" / "forget the rule about X": retire the one rule
+    it names (the model's `retire()`, event `engram_retired` with the quote) and leave a review
+    item to restore it (the undo). Naming none, or several, retires nothing and says why."""
+    topic = learning.forget_request(signal.text) or learning.FORGET_LAST
+    targets = _forget_targets(signal, topic)
+    row = LearningDraft(
+        owner=signal.owner,
+        signal=signal,
+        session_id=signal.session_id,
+        statement=f"Forget: {topic}"[:4000],
+        tier=learning.TIER_EXPLICIT,
+        quote=signal.text[: learning.MAX_QUOTE_CHARS],
+        producer="heuristic",
+        created_at=now,
+    )
+    if len(targets) != 1:
+        row.result = "rejected"
+        row.error = "forget: names no live rule" if not targets else (
+            f"forget: names {len(targets)} rules ({', '.join(t.engram_id for t in targets[:5])})"
+        )[:300]  # fmt: skip
+        row.save()
+        return row
+    (rule,) = targets
+    rule.retire(now=now)
+    row.engram, row.result, row.statement = rule, "forgotten", f"Forget: {rule.statement}"[:4000]
+    row.save()
+    event_record(
+        owner=signal.owner,
+        event=Event.ENGRAM_RETIRED,
+        engram=rule,
+        actor=ACTOR,
+        data={"reason": "forget", "quote": row.quote},
+        when=now,
+    )
+    ReviewItem.objects.create(
+        owner=signal.owner,
+        kind=ReviewItem.Kind.SUPERSEDED,
+        engram=rule,
+        payload={"forgotten": True},
+        reason=f'You asked to forget {rule.engram_id} ("{rule.statement[:120]}"); '
+        "restore it if that was a mistake",
+        created_at=now,
+    )
+    return row

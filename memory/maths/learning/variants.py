@@ -315,3 +315,63 @@ def supersession(
     if is_update(new, old, cosine=cosine, new_polarity=new_polarity, old_polarity=old_polarity):
         return ASK
     return ""
+
+
+# --- retiring a rule by name -------------------------------------------------------------------
+
+# "forget that rule", "forget the rule about X", "forget what I said about X", "never mind the X
+# rule", "drop that rule", "that rule no longer applies": the person retires a rule of theirs.
+# "never mind that" alone names the last rule only when it was just stated (the caller checks).
+_RULE_NOUN = r"(?:rule|instruction|preference|convention|guideline)s?"
+_FORGET = re.compile(
+    r"^\s*(?:(?:ok(?:ay)?|oh|actually|hmm|wait|please|and)[,.!]?\s+)*"
+    r"(?:(?P<verb>forget|ignore|drop|scrap|remove|delete|disregard|cancel)\s+(?:about\s+)?"
+    r"(?:(?:that|this|the|my|your)\s+(?:last\s+|previous\s+|earlier\s+|new\s+)?"
+    + _RULE_NOUN
+    + r"(?:\s+(?:about|on|for|regarding)\s+(?P<about>[^.!?\n]{2,80}))?"
+    r"|what\s+i\s+(?:said|told\s+you)\s+(?:about|on|regarding)\s+(?P<said>[^.!?\n]{2,80})"
+    r"|(?:the\s+)?(?P<named>[^.!?\n]{2,60}?)\s+" + _RULE_NOUN + r")"
+    r"|never\s*mind(?:\s+(?P<mind>that(?:\s+" + _RULE_NOUN + r")?|the\s+(?P<mind_named>"
+    r"[^.!?\n]{2,60}?)\s+" + _RULE_NOUN + r"|what\s+i\s+said(?:\s+about\s+(?P<mind_said>"
+    r"[^.!?\n]{2,80}))?))?"
+    r"|(?:that|this|the\s+last)\s+" + _RULE_NOUN + r"\s+(?:no\s+longer\s+applies|is\s+obsolete|"
+    r"doesn'?t\s+apply\s+any\s*more))"
+    r"\s*(?:[.!]|$)",
+    re.I,
+)
+FORGET_LAST = "that"  # the request names the last rule stated, not a topic
+FORGET_JUST_SAID = "just said"  # "never mind that": the last rule, only if just stated
+
+
+def forget_request(text: str) -> str | None:
+    """The topic of a request to retire one of the person's rules ("forget the rule about
+    tabs" → "tabs"), FORGET_LAST for "forget that rule", FORGET_JUST_SAID for a bare "never
+    mind (that)", or None when the text asks no such thing. Only a short first sentence
+    counts: a "never mind" inside a longer request is about that request."""
+    head = text.strip()[:200]
+    found = _FORGET.match(head)
+    if found is None or len(head) - found.end() > 120:
+        return None
+    topic = next(
+        (found.group(g) for g in ("about", "said", "named", "mind_named", "mind_said")
+         if found.group(g)),
+        None,
+    )  # fmt: skip
+    if topic:
+        words = plain_words(topic) | values_of(topic)
+        if not words or topic.strip().casefold() in {"that", "this", "last", "previous"}:
+            return FORGET_LAST
+        return topic.strip()
+    if found.group("mind") is not None and not re.search(_RULE_NOUN, found.group("mind"), re.I):
+        return FORGET_JUST_SAID
+    if text.strip().casefold().startswith(("never mind", "nevermind")) and not found.group("mind"):
+        return FORGET_JUST_SAID
+    return FORGET_LAST
+
+
+def names_rule(topic: str, statement: str) -> bool:
+    """The topic of a forget request names this rule: all its words (values included) are in
+    the statement ("tabs" names "Always indent with tabs")."""
+    wanted = plain_words(topic) | values_of(topic)
+    have = plain_words(statement) | values_of(statement)
+    return bool(wanted) and wanted <= have
