@@ -268,23 +268,36 @@ def session_capture(*, session_pk: int, now: datetime | None = None) -> dict[str
 
 
 def fixes_capture(*, session: AgentSession, now: datetime) -> int:
-    """Error → fix: a failed tool call followed by a successful similar one becomes a tier-C
-    signal (once per pair: the pair's digest is remembered on the signal)."""
+    """Error → fix: a tool error followed by a successful similar call becomes a tier-C signal
+    holding one general lesson per recurring error. The error's key is the signal's digest:
+    once per session, and a later session meeting the same error words the lesson as it was
+    first worded, so the write path counts it as a recurrence instead of a new candidate."""
     calls = [
         learning.Call(tool=o.tool, tool_input=o.tool_input, success=o.success, output=o.tool_output)
         for o in Observation.objects.filter(session=session).order_by("created_at", "pk")
     ]
     made = 0
     for fix in learning.error_fixes(calls):
-        digest = _digest(f"{fix.tool}\n{fix.failed}\n{fix.fixed}")
+        digest = hashlib.sha256(fix.key.encode("utf-8", "replace")).hexdigest()
         if LearningSignal.objects.filter(session=session, digest=digest).exists():
             continue
+        first = (
+            LearningSignal.objects.filter(
+                owner=session.owner,
+                scope=session.scope,
+                kind=LearningSignal.Kind.ERROR_FIX,
+                digest=digest,
+            )
+            .order_by("pk")
+            .values_list("text", flat=True)
+            .first()
+        )
         LearningSignal.objects.create(
             owner=session.owner,
             session=session,
             kind=LearningSignal.Kind.ERROR_FIX,
             label="error_fix",
-            text=fix.statement,
+            text=first or fix.statement,
             digest=digest,
             scope=session.scope,
             created_at=now,
