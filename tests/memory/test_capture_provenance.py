@@ -6,10 +6,13 @@ Bad transcript input (a line that is not JSON, binary bytes, a rewritten file) l
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.test import Client
 
 from memory.maths import learning as L
@@ -20,6 +23,7 @@ URL = "/api/v1/hooks/claude-code"
 CWD = "/home/dev/shop"
 SESSION = "5f0c7a1e-9a53-4c1b-8d0e-1f6c2a7b9e10"
 RULE = "From now on, always run ruff before committing."
+REAL = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/nonexistent"))
 
 
 def hook(api: Client, event: str, session: str = SESSION, **fields: Any) -> Any:
@@ -119,6 +123,24 @@ NOT_THE_USER = [
     entry("user", "[Request interrupted by user for tool use]", "u-int"),
     entry(
         "user",
+        "<task-notification>\n<task-id>b71</task-id>\n<status>completed</status>\n"
+        "<summary>Always run the build first.</summary>\n</task-notification>",
+        "u-task",
+    ),
+    entry(
+        "user",
+        "Implement the following plan:\n\n# Plan\nAlways use the new parser.",
+        "u-plan",
+        planContent="# Plan\nAlways use the new parser.",
+    ),
+    entry(
+        "user",
+        "<system-instruction>\nRename the branch first. Do not commit to main.\n"
+        "</system-instruction>",
+        "u-app",
+    ),
+    entry(
+        "user",
         "<bash-input>echo always use tabs</bash-input>",
         "u-bash",
     ),
@@ -128,6 +150,30 @@ NOT_THE_USER = [
 @pytest.mark.parametrize("line", NOT_THE_USER)
 def test_a_transcript_line_not_typed_by_the_person_is_no_user_entry(line: str) -> None:
     assert not [e for e in L.parse_line(line) if e.kind == "user"]
+
+
+def test_an_apps_instructions_before_the_prompt_are_cut_out() -> None:
+    line = entry(
+        "user",
+        "<system_instruction>\nNever push to main.\n</system_instruction>\n\n" + RULE,
+        "u-2",
+    )
+    (user,) = L.parse_line(line)
+    assert user.text == RULE
+
+
+@pytest.mark.skipif(not (REAL / "labels.jsonl").exists(), reason=f"{REAL} has no real transcripts")
+def test_on_real_transcripts_only_typed_prompts_are_the_users() -> None:
+    sys.path.insert(0, str(Path(django_settings.BASE_DIR)))
+    from bench.transcript_users import audit
+
+    found = audit(REAL)
+    assert found["typed prompts missed"] == 0
+    assert found["typed prompts with other text"] == 0
+    # An app's button ("Create a PR") after its instructions reads as typed; it is a task.
+    reasons = found["by reason"]
+    assert isinstance(reasons, dict)
+    assert set(reasons) <= {"app_button_template"}
 
 
 def test_reminders_and_hook_output_are_cut_out_of_what_the_person_typed() -> None:

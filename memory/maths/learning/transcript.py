@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 # A user entry whose text holds one of these is Claude Code's, not the person's: a slash command
-# and its output, a `!` shell command and its output, the local-command caveat.
+# and its output, a `!` shell command and its output, the local-command caveat, a background
+# task's notification.
 _NOT_TYPED = re.compile(
     r"<(?:command-name|command-message|command-args|local-command-stdout|local-command-stderr|"
-    r"bash-input|bash-stdout|bash-stderr)>|^\s*Caveat: The messages below were generated",
+    r"bash-input|bash-stdout|bash-stderr|local-command-caveat|task-notification)>"
+    r"|^\s*Caveat: The messages below were generated",
     re.I,
 )
 # Whole entries Claude Code writes in the user's place: the summary that continues a compacted
@@ -32,9 +34,12 @@ _WRITTEN_FOR_USER = re.compile(
     re.I,
 )
 # Blocks inside a user entry that the person did not type: reminders and hook output that Claude
-# Code appends to the prompt. They are cut out; what is left is the person's.
+# Code appends to the prompt, instructions an app wrapping Claude Code puts before it. They are
+# cut out; what is left is the person's.
 _INSERTED_BLOCK = re.compile(
-    r"<(system-reminder|user-prompt-submit-hook|[\w-]*hook[\w-]*)>.*?(?:</\1>|\Z)", re.I | re.S
+    r"<(system-reminder|system[-_]instructions?|user-prompt-submit-hook|[\w-]*hook[\w-]*)>"
+    r".*?(?:</\1>|\Z)",
+    re.I | re.S,
 )
 
 # --- transcripts ------------------------------------------------------------------------------
@@ -110,6 +115,8 @@ def parse_line(line: str | bytes, *, number: int = 0) -> list[Entry]:
         return []
     if row.get("isMeta") or row.get("isSidechain") or row.get("isCompactSummary"):
         return []
+    if row.get("planContent"):
+        return []  # "Implement the following plan: …": the agent's plan, handed back on accept
     uuid = str(row.get("uuid") or "")[:64]
     return [
         Entry(e.kind, e.text, e.tool, e.tool_id, e.tool_input, e.is_error, uuid, number)
