@@ -34,20 +34,23 @@ _REPORT = re.compile(
     r"|^(?:FAILED|ERROR) [\w/.-]+\.py::"  # pytest's short summary
     r"|^Tests?:\s+\d+ failed"  # jest, vitest
     r"|^\s*\d+ (?:failing|passing)\b"  # mocha
+    r"|^\s*\d+ fail\s*$|^\s*Test Files\s+\d+ failed"  # bun test, vitest
     r"|^--- FAIL: |^FAIL\s+\S+\s+[\d.]+s$"  # go test
     r"|^test result: FAILED\."  # cargo test
     r"|^Found \d+ errors? in \d+ files?"  # mypy
     r"|^Found \d+ errors?\.?$"  # ruff
-    r"|^\S+\.\w+:\d+:\d+: [A-Z]+\d+ "  # flake8, ruff (file:line:col: CODE message)
+    r"|^\S+\.\w+:\d+:\d+: \S"  # a diagnostic (file:line:col: message): linters, compilers
     r"|^\S+\.\w+:\d+: error: "  # mypy
     r"|^✖ \d+ problems?"  # eslint
     r"|^\d+ errors? and \d+ warnings? potentially fixable"
     r"|^Ran \d+ tests? in [\d.]+s$",  # unittest
     re.M,
 )
-# A call a hook refused (PreToolUse deny, a blocking exit): the project forbids it.
+# A call a hook or the person refused (PreToolUse deny, a blocking exit, a rejected tool use):
+# the project or the person forbids it.
 _BLOCKED = re.compile(
-    r"\bhook\b[^\n]{0,80}\b(?:block|blocked|blocking|den(?:y|ied)|refus\w*|prevent\w*)\b"
+    r"The user doesn't want to proceed with this tool use|tool use was rejected"
+    r"|\bhook\b[^\n]{0,80}\b(?:block|blocked|blocking|den(?:y|ied)|refus\w*|prevent\w*)\b"
     r"|\b(?:block|blocked|den(?:y|ied)|refused)\b[^\n]{0,40}\bhook\b"
     r"|PreToolUse:\w+ hook|permissionDecision\W+deny",
     re.I,
@@ -67,8 +70,13 @@ def is_report(output: str) -> bool:
 
 
 def is_blocked(output: str) -> bool:
-    """The call was refused by a hook (PreToolUse deny or a blocking hook's output)."""
+    """The call was refused by a hook (PreToolUse deny or a blocking hook's output) or by the
+    person (a rejected tool use)."""
     return bool(_BLOCKED.search(output[:5_000]))
+
+
+# Claude Code cancels the other calls of a batch when one fails: not this call's error.
+_NOT_ITS_ERROR = re.compile(r"Sibling tool call errored|<tool_use_error>Cancelled", re.I)
 
 
 def has_bypass(command: str) -> bool:
@@ -177,6 +185,12 @@ def _shape(tool: str, command: str) -> tuple[str, str]:
     return head, (parsed.text or command.strip())[:MAX_SHAPE_CHARS]
 
 
+def _main(command: str) -> tuple[str, str]:
+    """(head, shape) of the command a shell line is for (`git push`, `git push -u <v> <arg>`)."""
+    main = shell.command_shape(command).main
+    return (main.head, main.shape) if main is not None else ("", "")
+
+
 def lesson(tool: str, failed: str, fixed: str, output: str) -> tuple[str, str]:
     """(the general lesson, the recurring error's key) for a failed call and its fix."""
     program, failed_shape = _shape(tool, failed)
@@ -199,11 +213,16 @@ def lesson(tool: str, failed: str, fixed: str, output: str) -> tuple[str, str]:
     return f"When `{failed_shape}` fails{said}, run `{fixed_shape}` instead.", key
 
 
+def _not_an_error(output: str) -> bool:
+    return is_report(output) or is_blocked(output) or bool(_NOT_ITS_ERROR.search(output[:2_000]))
+
+
 def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
-    """Each tool error followed (within `window` calls) by a successful similar call of the
-    same tool with a different input: the failure, the fix and its general lesson. Test and
-    lint reports are results, not errors; a blocked call is no error; a fix whose command a
-    hook blocked in this session, or that bypasses hooks, is never proposed."""
+    """Each shell error followed (within `window` calls) by a successful similar command with a
+    different input — the same program, unless the error was a missing program or module: the
+    failure, the fix and its general lesson. Test and lint reports are results, not errors; a
+    blocked or rejected call is no error; a fix whose command a hook blocked in this session,
+    or that bypasses hooks, is never proposed."""
     blocked = {
         _shape(c.tool, _command(c.tool_input))[1]
         for c in calls
@@ -212,7 +231,7 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
     fixes: list[Fix] = []
     used: set[int] = set()
     for i, failed in enumerate(calls):
-        if failed.success or is_report(failed.output) or is_blocked(failed.output):
+        if failed.success or failed.tool != "Bash" or _not_an_error(failed.output):
             continue
         for j in range(i + 1, min(len(calls), i + 1 + window)):
             fixed = calls[j]
@@ -223,6 +242,12 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
                 continue
             if has_bypass(b) or _shape(fixed.tool, b)[1] in blocked:
                 break  # the next step got past a hook: nothing to teach
+            kind, _ = error_kind(failed.output)
+            (head_a, shape_a), (head_b, shape_b) = _main(a), _main(b)
+            if kind == "error" and (head_a != head_b or shape_a == shape_b):
+                continue  # another command did something else, or the same one again
+            if head_a.split(" ")[0] in shell.DATA_PROGRAMS:
+                break  # looking at files (ls, grep, cat …): no practice to learn
             used.add(j)
             statement, key = lesson(failed.tool, a, b, failed.output)
             fixes.append(
