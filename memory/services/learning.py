@@ -335,7 +335,7 @@ def _heuristic(signal: LearningSignal) -> list[Sourced]:
 def _heuristic_entries(entries: Sequence[learning.Entry]) -> list[Sourced]:
     drafts: list[Sourced] = []
     for entry in entries:
-        if entry.kind == "user":
+        if entry.kind == "user" and learning.forget_request(entry.text) is None:
             drafts.extend((draft, entry) for draft in learning.extract(entry.text))
     return drafts
 
@@ -454,6 +454,10 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
             draft_write(
                 signal=signal, draft=draft, producer=made_by, forced=forced, now=now, entry=entry
             )
+        if signal.kind == LearningSignal.Kind.TRANSCRIPT:
+            for entry in _transcript_entries(signal):
+                if entry.kind == "user" and learning.forget_request(entry.text) is not None:
+                    supersession.rule_forget(signal=signal, now=now, entry=entry)
     return len(drafts)
 
 

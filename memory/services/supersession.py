@@ -192,7 +192,6 @@ def _forget_targets(signal: LearningSignal, topic: str) -> list[Engram]:
     the captured or user-stated rules of the scope (and global) whose words hold the topic."""
     drafts = (
         LearningDraft.objects.filter(session_id=signal.session_id, engram__isnull=False)
-        .exclude(signal=signal)
         .exclude(engram__status=Engram.Status.RETIRED)
         .select_related("engram", "signal")
         .order_by("-created_at", "-pk")
@@ -201,6 +200,8 @@ def _forget_targets(signal: LearningSignal, topic: str) -> list[Engram]:
         last = drafts.exclude(tier=learning.TIER_INFERRED, signal__kind="error_fix").first()
         return [last.engram] if last and last.engram else []
     if topic == learning.FORGET_JUST_SAID:
+        if signal.kind != LearningSignal.Kind.PROMPT:
+            return []  # read later from a transcript, "never mind that" is too vague to act on
         previous = (
             LearningSignal.objects.filter(session_id=signal.session_id, pk__lt=signal.pk)
             .order_by("-pk")
@@ -222,11 +223,14 @@ def _forget_targets(signal: LearningSignal, topic: str) -> list[Engram]:
     return [rule for rule in rules if learning.names_rule(topic, rule.statement)]
 
 
-def rule_forget(*, signal: LearningSignal, now: datetime) -> LearningDraft:
+def rule_forget(
+    *, signal: LearningSignal, now: datetime, entry: learning.Entry | None = None
+) -> LearningDraft:
     """ "forget that rule" / "never mind that" / "forget the rule about X": retire the one rule
     it names (the model's `retire()`, event `engram_retired` with the quote) and leave a review
     item to restore it (the undo). Naming none, or several, retires nothing and says why."""
-    topic = learning.forget_request(signal.text) or learning.FORGET_LAST
+    text = entry.text if entry is not None else signal.text
+    topic = learning.forget_request(text) or learning.FORGET_LAST
     targets = _forget_targets(signal, topic)
     row = LearningDraft(
         owner=signal.owner,
@@ -234,7 +238,9 @@ def rule_forget(*, signal: LearningSignal, now: datetime) -> LearningDraft:
         session_id=signal.session_id,
         statement=f"Forget: {topic}"[:4000],
         tier=learning.TIER_EXPLICIT,
-        quote=signal.text[: learning.MAX_QUOTE_CHARS],
+        quote=text[: learning.MAX_QUOTE_CHARS],
+        entry_uuid=entry.uuid if entry is not None else "",
+        entry_line=max(entry.line, 0) if entry is not None else 0,
         producer="heuristic",
         created_at=now,
     )

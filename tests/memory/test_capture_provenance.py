@@ -317,3 +317,41 @@ def test_a_rewritten_shorter_transcript_is_read_again_without_losing_or_repeatin
     assert ruff.derivation_count == 1
     session.refresh_from_db()
     assert session.transcript_offset == transcript.stat().st_size
+
+
+def test_forget_that_rule_in_a_transcript_retires_the_rule_before_it(
+    api: Client, tmp_path: Path
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        entry("user", RULE, "u-1")
+        + entry("assistant", [{"type": "text", "text": "Noted."}], "a-1")
+        + entry("user", "Actually, forget that rule.", "u-2")
+    )
+    hook(api, "UserPromptSubmit", prompt="Let's start on the cart.")
+    hook(api, "Stop", transcript_path=str(transcript))
+    learning.session_capture(session_pk=AgentSession.objects.get().pk)
+    rule = Engram.objects.get()
+    assert rule.statement == "Always run ruff before committing."
+    assert rule.status == "retired"
+    forgot = LearningDraft.objects.get(result="forgotten")
+    assert (forgot.entry_uuid, forgot.entry_line) == ("u-2", 3)
+
+
+def test_engram_hook_sending_a_rewritten_shorter_file_whole_is_read_again(api: Client) -> None:
+    first = [entry("assistant", "x" * 3000, "a-0").rstrip("\n"), entry("user", RULE, "u-1")]
+    body = {"hook_event_name": "Stop", "session_id": SESSION, "cwd": CWD}
+    hook(api, "UserPromptSubmit", prompt="Let's start on the cart.")
+    sent = {**body, "engram_transcript": {"offset": 0, "lines": [x.rstrip("\n") for x in first]}}
+    assert api.post(URL, sent, content_type="application/json").status_code == 200
+    session = AgentSession.objects.get()
+    learning.session_capture(session_pk=session.pk)
+    second = "Never use float for money."
+    lines = [entry("user", RULE, "u-1").rstrip("\n"), entry("user", second, "u-2").rstrip("\n")]
+    sent = {**body, "engram_transcript": {"offset": 0, "lines": lines}}
+    assert api.post(URL, sent, content_type="application/json").status_code == 200
+    learning.session_capture(session_pk=session.pk)
+    assert Engram.objects.filter(statement=second).exists()
+    assert Engram.objects.get(statement="Always run ruff before committing.").derivation_count == 1
+    session.refresh_from_db()
+    assert session.transcript_offset == sum(len(x.encode()) + 1 for x in lines)
