@@ -913,6 +913,10 @@ class LearningDraft(models.Model):
     polarity = models.CharField(max_length=4, blank=True, default="")
     anti_pattern = models.TextField(blank=True, default="")
     quote = models.TextField(blank=True, default="")
+    # Where the quote was said: the transcript entry (its uuid, and its line in the signal's
+    # delta, from 1); both empty for a prompt (the signal is the prompt) or an error → fix pair.
+    entry_uuid = models.CharField(max_length=64, blank=True, default="")
+    entry_line = models.PositiveIntegerField(default=0)
     producer = models.CharField(max_length=10, default="heuristic")
     # created | recurrence | merge_proposed | contradiction_flagged | superseded | review | rejected
     result = models.CharField(max_length=24, default="created")

@@ -243,6 +243,7 @@ def _detail_context(
         "associations": selectors.associations_of(engram, now=now),
         "injections": selectors.injections_of(engram),
         "history": selectors.events_page(request.user, engram=engram, cursor=cursor),
+        **learning.provenance_context(engram),
         "open_items": list(
             ReviewItem.objects.filter(engram=engram, state__in=review.OPEN_STATES).exclude(
                 kind=ReviewItem.Kind.CALIBRATION

@@ -179,7 +179,12 @@ def on_user_prompt(call: HookCall) -> dict[str, Any]:
     session = _session(call)
     answer = _context(call.event, _inject(call, prompt, session))
     learning.prompt_capture(
-        owner=call.owner, session=session, scope=call.scope, prompt=prompt, now=call.now
+        owner=call.owner,
+        session=session,
+        scope=call.scope,
+        prompt=prompt,
+        now=call.now,
+        origin=call.payload.get("source"),
     )
     return answer
 

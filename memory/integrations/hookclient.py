@@ -81,6 +81,8 @@ def attach_transcript(data: dict, env: dict[str, str]) -> tuple[str, int] | None
     offset = _read_offset(state)
     try:
         with open(path, "rb") as handle:
+            if offset > os.fstat(handle.fileno()).st_size:
+                offset = 0  # the file was rewritten shorter: its lines are all new
             handle.seek(offset)
             chunk = handle.read(MAX_ATTACH_BYTES)
     except OSError:

@@ -31,12 +31,13 @@ from memory.models import (
     OwnerSettings,
     ReviewItem,
 )
-from memory.services import extraction, localfiles
+from memory.services import extraction, localfiles, supersession
 from memory.services.engrams import engram_learn
 from memory.services.events import event_record
 from memory.services.jobs import job_enqueue
 from memory.services.llm import PRODUCER_HEURISTIC, PRODUCER_LLM, LlmUnavailable, configured
-from memory.services.review import kind_register
+from memory.services.supersession import engram_restore
+from memory.services.supersession import review_kinds_register as review_kinds_register
 
 MAX_SIGNAL_CHARS = 8000
 # One Stop's transcript delta: bounded so a huge session is taken in several passes.
@@ -47,6 +48,7 @@ TIERS_OF_USER = extraction.TIERS_OF_USER  # tier A and B: the user's own words
 # Draft results that count against the per-session cap (a repeat adds no new lesson).
 COUNTED = ("created", "merge_proposed", "contradiction_flagged", "superseded", "review")
 LIVE_REVIEW = (ReviewItem.State.PENDING, ReviewItem.State.DEFERRED)
+FORGET = "forget"  # the label of a prompt that asks to retire one of the person's rules
 
 # The LLM side of extraction lives in `extraction`; these names stay importable from here.
 EXTRACT_TASK = extraction.EXTRACT_TASK
@@ -86,16 +88,31 @@ def settings_update(*, owner: Any, review_all: bool) -> OwnerSettings:
 
 
 def prompt_capture(
-    *, owner: Any, session: AgentSession | None, scope: str, prompt: str, now: datetime
+    *,
+    owner: Any,
+    session: AgentSession | None,
+    scope: str,
+    prompt: str,
+    now: datetime,
+    origin: Any = None,
 ) -> LearningSignal | None:
     """UserPromptSubmit: store the prompt (redacted) as a signal when the classifier fires.
 
     The classifier is regular expressions only (< 1 ms); a prompt seen before in the session
-    is not stored twice. Extraction is queued for after the commit.
+    is not stored twice. Extraction is queued for after the commit. Only the person's words
+    are read: a prompt that a program sent (`origin`, the hook's `source`, other than `user`),
+    a slash command or a compaction summary is none; reminders and hook output are cut out.
     """
-    verdict = learning.classify(prompt)
-    if not verdict.is_signal:
+    if origin not in (None, "", "user"):
         return None
+    prompt = learning.user_words(prompt[: MAX_SIGNAL_CHARS * 4])
+    if learning.forget_request(prompt) is not None:
+        label = FORGET  # "forget that rule": retires the rule it names
+    else:
+        verdict = learning.classify(prompt)
+        if not verdict.is_signal:
+            return None
+        label = verdict.kind
     text, found = scanner.redact_secrets(prompt[:MAX_SIGNAL_CHARS])
     digest = _digest(text)
     if (
@@ -107,7 +124,7 @@ def prompt_capture(
         owner=owner,
         session=session,
         kind=LearningSignal.Kind.PROMPT,
-        label=verdict.kind,
+        label=label,
         text=text,
         digest=digest,
         redacted=sorted(set(found)),
@@ -167,12 +184,27 @@ def transcript_attach(
     return signal
 
 
+def _rewind(session: AgentSession) -> None:
+    """A transcript rewritten shorter than the offset: read it again from its start. Entries
+    already learned from are skipped by their uuid (`_transcript_entries`), so nothing is
+    learned twice and nothing of the new file is lost."""
+    AgentSession.objects.filter(pk=session.pk, transcript_offset=session.transcript_offset).update(
+        transcript_offset=0
+    )
+    session.transcript_offset = 0
+
+
 def _attached_delta(
     session: AgentSession, offset: int, lines: list[Any], now: datetime
 ) -> LearningSignal | None:
     current = int(
         AgentSession.objects.filter(pk=session.pk).values_list("transcript_offset", flat=True)[0]
     )
+    size = sum(len(line.encode("utf-8", "replace")) + 1 for line in lines if isinstance(line, str))
+    if offset == 0 and 0 < size < current:
+        session.transcript_offset = current
+        _rewind(session)  # engram-hook found the file shorter than its offset and sent it whole
+        current = 0
     position = offset
     keep: list[bytes] = []
     start = None
@@ -205,6 +237,9 @@ def _read_delta(session: AgentSession, now: datetime) -> LearningSignal | None:
         return None
     try:
         real = localfiles.allowed_path(path, localfiles.transcript_dirs(), "ENGRAM_TRANSCRIPT_DIRS")
+        size = localfiles.transcript_size(path)
+        if size is not None and session.transcript_offset > size:
+            _rewind(session)  # rewritten shorter: read it again from its start
         data = localfiles.read_regular(
             real,
             offset=session.transcript_offset,
@@ -258,23 +293,36 @@ def session_capture(*, session_pk: int, now: datetime | None = None) -> dict[str
 
 
 def fixes_capture(*, session: AgentSession, now: datetime) -> int:
-    """Error → fix: a failed tool call followed by a successful similar one becomes a tier-C
-    signal (once per pair: the pair's digest is remembered on the signal)."""
+    """Error → fix: a tool error followed by a successful similar call becomes a tier-C signal
+    holding one general lesson per recurring error. The error's key is the signal's digest:
+    once per session, and a later session meeting the same error words the lesson as it was
+    first worded, so the write path counts it as a recurrence instead of a new candidate."""
     calls = [
         learning.Call(tool=o.tool, tool_input=o.tool_input, success=o.success, output=o.tool_output)
         for o in Observation.objects.filter(session=session).order_by("created_at", "pk")
     ]
     made = 0
     for fix in learning.error_fixes(calls):
-        digest = _digest(f"{fix.tool}\n{fix.failed}\n{fix.fixed}")
+        digest = hashlib.sha256(fix.key.encode("utf-8", "replace")).hexdigest()
         if LearningSignal.objects.filter(session=session, digest=digest).exists():
             continue
+        first = (
+            LearningSignal.objects.filter(
+                owner=session.owner,
+                scope=session.scope,
+                kind=LearningSignal.Kind.ERROR_FIX,
+                digest=digest,
+            )
+            .order_by("pk")
+            .values_list("text", flat=True)
+            .first()
+        )
         LearningSignal.objects.create(
             owner=session.owner,
             session=session,
             kind=LearningSignal.Kind.ERROR_FIX,
             label="error_fix",
-            text=fix.statement,
+            text=first or fix.statement,
             digest=digest,
             scope=session.scope,
             created_at=now,
@@ -286,31 +334,45 @@ def fixes_capture(*, session: AgentSession, now: datetime) -> int:
 # --- extraction ------------------------------------------------------------------------------
 
 
-def _heuristic(signal: LearningSignal) -> list[learning.LessonDraft]:
+Sourced = tuple[learning.LessonDraft, learning.Entry | None]
+
+
+def _heuristic(signal: LearningSignal) -> list[Sourced]:
+    """The heuristic's drafts of a signal, each with the transcript entry it quotes (None for a
+    prompt, whose signal is the quote, and for an error → fix pair)."""
     if signal.kind == LearningSignal.Kind.PROMPT:
-        return learning.extract(signal.text)
+        return [(draft, None) for draft in learning.extract(signal.text)]
     if signal.kind == LearningSignal.Kind.ERROR_FIX:
         statement = signal.text
-        return [
-            learning.LessonDraft(
-                statement=statement,
-                polarity="do",
-                tier=learning.TIER_INFERRED,
-                type="procedural",
-                anti_pattern=learning.anti_pattern_of(statement),
-                tags=learning.tags_of(statement),
-                rationale=statement,
-            )
-        ]
+        draft = learning.LessonDraft(
+            statement=statement,
+            polarity="do",
+            tier=learning.TIER_INFERRED,
+            type="procedural",
+            anti_pattern=learning.anti_pattern_of(statement),
+            tags=learning.tags_of(statement),
+            rationale=statement,
+        )
+        return [(draft, None)]
     return _heuristic_entries(_transcript_entries(signal))
 
 
-def _heuristic_entries(entries: Sequence[learning.Entry]) -> list[learning.LessonDraft]:
-    drafts: list[learning.LessonDraft] = []
+def _heuristic_entries(entries: Sequence[learning.Entry]) -> list[Sourced]:
+    drafts: list[Sourced] = []
     for entry in entries:
-        if entry.kind == "user":
-            drafts.extend(learning.extract(entry.text))
+        if entry.kind == "user" and learning.forget_request(entry.text) is None:
+            drafts.extend((draft, entry) for draft in learning.extract(entry.text))
     return drafts
+
+
+def _entry_of(
+    draft: learning.LessonDraft, entries: Sequence[learning.Entry]
+) -> learning.Entry | None:
+    """The user entry a draft of the LLM quotes (its rationale is then the user's words)."""
+    quote = draft.rationale.strip()
+    if not quote:
+        return None
+    return next((e for e in entries if e.kind == "user" and quote in e.text), None)
 
 
 def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
@@ -321,10 +383,22 @@ def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
             session=signal.session_id, kind=LearningSignal.Kind.PROMPT
         ).values_list("digest", flat=True)
     )
+    entries = learning.parse_lines(signal.text.split("\n"))
+    # A transcript rewritten and read again: the entries already learned from stay learned.
+    learned = set(
+        LearningDraft.objects.filter(
+            session=signal.session_id,
+            entry_uuid__in=[e.uuid for e in entries if e.kind == "user" and e.uuid],
+        ).values_list("entry_uuid", flat=True)
+    )
     return [
         entry
-        for entry in learning.parse_lines(signal.text.splitlines())
-        if entry.kind != "user" or _digest(entry.text[:MAX_SIGNAL_CHARS]) not in captured
+        for entry in entries
+        if entry.kind != "user"
+        or (
+            _digest(entry.text[:MAX_SIGNAL_CHARS]) not in captured
+            and not (entry.uuid and entry.uuid in learned)
+        )
     ]
 
 
@@ -339,10 +413,9 @@ def _llm_text(signal: LearningSignal) -> list[extraction.Run]:
     return extraction.transcript_runs(_transcript_entries(signal))
 
 
-def _extract(
-    signal: LearningSignal, limit: int
-) -> tuple[list[tuple[learning.LessonDraft, str]], str]:
-    """The drafts of a signal with the producer of each, and the signal's producer.
+def _extract(signal: LearningSignal, limit: int) -> tuple[list[tuple[Sourced, str]], str]:
+    """The drafts of a signal (each with the entry it quotes) with the producer of each, and
+    the signal's producer.
 
     The LLM reads a transcript delta in up to MAX_EXTRACT_CALLS calls; when it stops (the
     budget, the breaker, a failure) or the calls run out, the heuristic reads the entries it
@@ -350,7 +423,7 @@ def _extract(
     if not configured():  # the default: no key, nothing to prepare for a call
         return [(d, PRODUCER_HEURISTIC) for d in _heuristic(signal)[:limit]], PRODUCER_HEURISTIC
     runs = _llm_text(signal)
-    drafts: list[tuple[learning.LessonDraft, str]] = []
+    drafts: list[tuple[Sourced, str]] = []
     sent = 0
     for run in runs[: extraction.MAX_EXTRACT_CALLS]:
         if len(drafts) >= limit:
@@ -364,7 +437,7 @@ def _extract(
             )
         except LlmUnavailable:
             break
-        drafts += [(draft, PRODUCER_LLM) for draft in found]
+        drafts += [((draft, _entry_of(draft, run.entries)), PRODUCER_LLM) for draft in found]
         sent += 1
     if not sent:
         return [(d, PRODUCER_HEURISTIC) for d in _heuristic(signal)[:limit]], PRODUCER_HEURISTIC
@@ -387,6 +460,11 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
     )
     if signal is None:
         return 0
+    if signal.label == FORGET and signal.kind == LearningSignal.Kind.PROMPT:
+        with transaction.atomic():
+            if _claim(signal, PRODUCER_HEURISTIC, now):
+                supersession.rule_forget(signal=signal, now=now)
+        return 0
     limit = (
         learning.MAX_DRAFTS_PER_PROMPT
         if signal.kind == LearningSignal.Kind.PROMPT
@@ -394,15 +472,27 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
     )
     drafts, producer = _extract(signal, limit)
     with transaction.atomic():
-        claimed = LearningSignal.objects.filter(
-            pk=signal.pk, state=LearningSignal.State.PENDING
-        ).update(state=LearningSignal.State.DONE, producer=producer, processed_at=now)
-        if not claimed:
+        if not _claim(signal, producer, now):
             return 0
         forced = review_all(signal.owner)
-        for draft, made_by in drafts:
-            draft_write(signal=signal, draft=draft, producer=made_by, forced=forced, now=now)
+        for (draft, entry), made_by in drafts:
+            draft_write(
+                signal=signal, draft=draft, producer=made_by, forced=forced, now=now, entry=entry
+            )
+        if signal.kind == LearningSignal.Kind.TRANSCRIPT:
+            for entry in _transcript_entries(signal):
+                if entry.kind == "user" and learning.forget_request(entry.text) is not None:
+                    supersession.rule_forget(signal=signal, now=now, entry=entry)
     return len(drafts)
+
+
+def _claim(signal: LearningSignal, producer: str, now: datetime) -> bool:
+    """Mark a pending signal done (in the caller's transaction); False if another run did."""
+    return bool(
+        LearningSignal.objects.filter(pk=signal.pk, state=LearningSignal.State.PENDING).update(
+            state=LearningSignal.State.DONE, producer=producer, processed_at=now
+        )
+    )
 
 
 def _session_count(session_id: int | None) -> int:
@@ -418,10 +508,13 @@ def draft_write(
     producer: str,
     forced: bool,
     now: datetime,
+    entry: learning.Entry | None = None,
 ) -> LearningDraft:
     """One draft through the write path (scan, recurrence, merge, contradiction), then the
     learning rules: tier A/B active with source `user`, C a candidate; review forced by the
-    owner's setting or past 20 drafts in the session; a user draft supersedes its variants."""
+    owner's setting or past 20 drafts in the session; a user draft supersedes its variants.
+    The draft keeps where its quote was said: the prompt (its signal) or the transcript
+    `entry` (uuid and line)."""
     owner = signal.owner
     tier = draft.tier if draft.tier in LearningDraft.Tier.values else learning.TIER_INFERRED
     user_words = tier in TIERS_OF_USER
@@ -434,6 +527,8 @@ def draft_write(
         polarity=draft.polarity or "",
         anti_pattern=draft.anti_pattern[:300],
         quote=draft.rationale[: learning.MAX_QUOTE_CHARS],
+        entry_uuid=entry.uuid if entry else "",
+        entry_line=max(entry.line, 0) if entry else 0,
         producer=producer,
         created_at=now,
     )
@@ -460,15 +555,24 @@ def draft_write(
     engram = result.engram
     row.engram = engram
     row.result = result.outcome
-    if result.outcome != "recurrence":
+    if result.outcome in ("recurrence", "merge_proposed") and not forced:
+        promoted = _promote_on_recurrence(row, result, user_words=_said_by_user(signal, entry))
+        if promoted is not None:
+            engram = row.engram = promoted
+            row.result = "recurrence"
+    if row.result != "recurrence":
         extra = dict(engram.extra or {})
         if draft.anti_pattern:
             extra["anti_pattern"] = draft.anti_pattern[:300]
         extra["learning"] = {
             "tier": tier,
             "signal": signal.pk,
+            "origin": signal.kind,
             "session": signal.session.session_id if signal.session else "",
             "producer": producer,
+            "quote": row.quote,
+            "entry": row.entry_uuid,
+            "line": row.entry_line,
         }
         Engram.objects.filter(pk=engram.pk).update(extra=extra)
         engram.extra = extra
@@ -476,9 +580,11 @@ def draft_write(
             _to_review(engram, now)
             row.result = "review"
         elif user_words and not forced:
-            olds = _variants_of(engram, result.related)
+            olds, maybe = supersession.variants_of(engram, result.related)
             for old in olds:
-                _supersede(old=old, new=engram, now=now)
+                supersession.supersede(old=old, new=engram, now=now)
+            for old in maybe:
+                supersession.ask_replaces(old=old, new=engram, now=now)
             if olds:
                 row.supersedes, row.result = olds[0], "superseded"
     row.save()
@@ -499,6 +605,66 @@ def draft_write(
     return row
 
 
+def _said_by_user(signal: LearningSignal, entry: learning.Entry | None) -> bool:
+    """The draft quotes the person: a prompt, or a user entry of a transcript."""
+    if signal.kind == LearningSignal.Kind.PROMPT:
+        return True
+    return signal.kind == LearningSignal.Kind.TRANSCRIPT and entry is not None
+
+
+def _promote_on_recurrence(row: LearningDraft, result: Any, *, user_words: bool) -> Engram | None:
+    """DESIGN v3: a candidate the person states again in another session of the same scope
+    becomes active (event `engram_promoted`, reason recurrence); so does one they now state as
+    an explicit rule (tier A/B). The same statement (content hash) or a near-duplicate (the
+    write path's merge proposal, cosine ≥ 0.92) counts; the near-duplicate copy is retired in
+    favour of the rule it repeats. Returns the promoted engram, or None."""
+    if not user_words:
+        return None
+    engram = result.engram
+    if result.outcome == "merge_proposed":
+        target_id = next((r["id"] for r in result.related if r["relation"] == "merge"), None)
+        target = (
+            Engram.objects.for_owner(row.owner)
+            .filter(engram_id=target_id, status=Engram.Status.CANDIDATE)
+            .first()
+        )
+        if target is None:
+            return None
+        duplicate, engram = engram, target
+    else:
+        duplicate = None
+    if engram.status != Engram.Status.CANDIDATE:
+        return None
+    earlier = LearningDraft.objects.filter(engram=engram).exclude(session_id=row.session_id)
+    earlier_by_user = earlier.filter(
+        Q(signal__kind=LearningSignal.Kind.PROMPT)
+        | Q(signal__kind=LearningSignal.Kind.TRANSCRIPT, entry_line__gt=0)
+    )
+    if row.tier not in TIERS_OF_USER and not earlier_by_user.exists():
+        return None
+    now = row.created_at
+    if duplicate is not None:
+        duplicate.retire(now=now)
+        ReviewItem.objects.filter(engram=duplicate, state__in=LIVE_REVIEW).update(
+            state=ReviewItem.State.DONE, decision="recurrence", decided_at=now
+        )
+    engram.activate(now=now)
+    Engram.objects.filter(pk=engram.pk).update(source="user")
+    engram.source = "user"
+    ReviewItem.objects.filter(
+        engram=engram, kind=ReviewItem.Kind.CANDIDATE, state__in=LIVE_REVIEW
+    ).update(state=ReviewItem.State.DONE, decision="promoted", decided_at=now)
+    event_record(
+        owner=row.owner,
+        event=Event.ENGRAM_PROMOTED,
+        engram=engram,
+        actor=ACTOR,
+        data={"reason": "recurrence", "session": row.session.session_id if row.session else ""},
+        when=now,
+    )
+    return engram
+
+
 def _to_review(engram: Engram, now: datetime) -> None:
     Engram.objects.filter(pk=engram.pk).update(status=Engram.Status.CANDIDATE, updated_at=now)
     engram.status = Engram.Status.CANDIDATE
@@ -512,125 +678,6 @@ def _to_review(engram: Engram, now: datetime) -> None:
             reason="Captured from a session; waiting for review",
             created_at=now,
         )
-
-
-MAX_VARIANT_CANDIDATES = 500
-
-
-def _variants_of(engram: Engram, related: Sequence[Mapping[str, Any]]) -> list[Engram]:
-    """The live engrams of the same scope that `engram` restates with another value or the
-    opposite direction. DESIGN: the same variant key (checked lexically over the scope's most
-    recent engrams: the same naming slot, the same role filled by another tool, the same words
-    the other way round — rephrasing tolerated), or cosine ≥ 0.8 with another value or the
-    opposite direction (over the write path's neighbours). Every one of them is an older
-    version of the rule: two paraphrases of the old rule are both replaced."""
-    by_id = {str(r["id"]): float(r["cosine"]) for r in related}
-    key = textnorm.variant_key(engram.statement)
-    norm = textnorm.normalise(engram.statement)
-    candidates = (
-        Engram.objects.for_owner(engram.owner)
-        .filter(scope=engram.scope, superseded_by__isnull=True)
-        .exclude(pk=engram.pk)
-        .exclude(status=Engram.Status.RETIRED)
-        .only("id", "engram_id", "statement", "polarity", "status", "owner_id", "scope")
-        .order_by("-created_at")[:MAX_VARIANT_CANDIDATES]
-    )
-    found: list[tuple[float, Engram]] = []
-    for other in candidates:
-        cosine = by_id.get(other.engram_id, 0.0)
-        if textnorm.normalise(other.statement) == norm:
-            continue
-        lexical = (
-            key is not None and key == textnorm.variant_key(other.statement)
-        ) or learning.is_variant(engram.statement, other.statement)
-        update = lexical or learning.is_update(
-            engram.statement,
-            other.statement,
-            cosine=cosine,
-            new_polarity=engram.polarity,
-            old_polarity=other.polarity,
-        )
-        if update:
-            found.append((cosine, other))
-    found.sort(key=lambda pair: -pair[0])
-    return [other for _, other in found]
-
-
-def _supersede(*, old: Engram, new: Engram, now: datetime) -> None:
-    """The new version is active; the old one is retired with `superseded_by`, and a review item
-    lets a person restore it. Open merge or contradiction items between the two are closed."""
-    if new.status != Engram.Status.ACTIVE:
-        new.activate(now=now)
-    old.superseded_by = new
-    old.status = Engram.Status.RETIRED
-    old.retired_at = now
-    old.updated_at = now
-    old.save(update_fields=["superseded_by", "status", "retired_at", "updated_at"])
-    ReviewItem.objects.filter(
-        Q(engram=new, other=old) | Q(engram=old, other=new),
-        kind__in=[ReviewItem.Kind.MERGE, ReviewItem.Kind.CONTRADICTION],
-        state__in=LIVE_REVIEW,
-    ).update(state=ReviewItem.State.DONE, decision="superseded", decided_at=now)
-    ReviewItem.objects.create(
-        owner=old.owner,
-        kind=ReviewItem.Kind.SUPERSEDED,
-        engram=old,
-        other=new,
-        reason=f"{new.engram_id} replaced {old.engram_id}; restore the old version if it still holds",
-        created_at=now,
-    )
-    event_record(
-        owner=old.owner,
-        event=Event.ENGRAM_SUPERSEDED,
-        engram=old,
-        actor=ACTOR,
-        data={"by": new.engram_id},
-        when=now,
-    )
-
-
-def superseded_apply(
-    *,
-    owner: Any,
-    item: ReviewItem,
-    action: str,
-    actor: str,
-    edits: Mapping[str, Any],
-    now: datetime,
-) -> Mapping[str, Any] | None:
-    """Review of a supersession: `keep` the new version, or `restore` the old one (the newer is
-    retired in its place)."""
-    old, new = item.engram, item.other
-    if action != "restore" or old is None:
-        return {"kept": new.engram_id if new else ""}
-    engram_restore(owner=owner, engram=old, actor=actor, now=now)
-    if new is not None and new.status != Engram.Status.RETIRED:
-        new.retire(now=now)
-        event_record(
-            owner=owner,
-            event=Event.ENGRAM_RETIRED,
-            engram=new,
-            actor=actor,
-            data={"reason": f"{old.engram_id} restored"},
-            when=now,
-        )
-    return {"restored": old.engram_id}
-
-
-def review_kinds_register() -> None:
-    """Called from MemoryConfig.ready(): every process knows how to decide a superseded item."""
-    kind_register(
-        ReviewItem.Kind.SUPERSEDED, actions=("defer", "keep", "restore"), apply=superseded_apply
-    )
-
-
-def engram_restore(*, owner: Any, engram: Engram, actor: str, now: datetime) -> Engram:
-    """Bring a superseded (or undone) engram back: active, no longer superseded."""
-    engram.superseded_by = None
-    engram.save(update_fields=["superseded_by"])
-    engram.activate(now=now)
-    event_record(owner=owner, event=Event.ENGRAM_RESTORED, engram=engram, actor=actor, when=now)
-    return engram
 
 
 def lesson_undo(*, owner: Any, engram_id: str, actor: str = "person") -> Engram:
@@ -698,3 +745,14 @@ def drafts_for(
     return list(
         qs.select_related("engram", "supersedes", "session").order_by("-created_at", "-pk")[:limit]
     )
+
+
+def provenance_context(engram: Engram) -> dict[str, Any]:
+    """The engram page's "where it came from": the first captured draft that made it (its quote,
+    prompt or transcript entry, session) and how many later drafts stated it again. Two
+    queries."""
+    drafts = LearningDraft.objects.filter(engram=engram)
+    first = drafts.select_related("signal", "session").order_by("created_at", "pk").first()
+    if first is None:
+        return {"provenance": None, "restatements": 0}
+    return {"provenance": first, "restatements": drafts.count() - 1}

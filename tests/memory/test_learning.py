@@ -307,7 +307,7 @@ def test_error_then_fix_becomes_a_candidate_in_review(api: Client) -> None:
     assert draft.engram is not None
     assert draft.engram.status == "candidate"
     assert draft.engram.source == "agent"
-    assert "pnpm install left-pad" in draft.statement
+    assert draft.statement == "When `npm` is not found, run `pnpm install <arg>` instead."
 
 
 def test_the_llm_extracts_with_a_schema_when_a_key_is_set(api: Client, fake_claude: Any) -> None:

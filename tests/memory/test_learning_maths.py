@@ -166,8 +166,8 @@ def test_an_error_followed_by_a_similar_success_is_a_fix() -> None:
     fixes = L.error_fixes(calls)
     assert len(fixes) == 1
     assert fixes[0].fixed == "pnpm install left-pad"
-    assert "instead of `npm install left-pad`" in fixes[0].statement
-    assert "npm: command not found" in fixes[0].statement
+    assert fixes[0].statement == "When `npm` is not found, run `pnpm install <arg>` instead."
+    assert fixes[0].error == "npm: command not found"
 
 
 def test_a_dotted_name_stays_whole_in_the_anti_pattern() -> None:

@@ -1,4 +1,13 @@
-"""Error → fix: a failed tool call followed by a successful, similar one in the same session.
+"""Error → fix: a failed tool call followed by a successful, similar one in the same session,
+said as one general lesson per recurring error.
+
+A failure is a tool error only when the tool could not do what was asked: a non-zero exit whose
+output is a test or lint report is a result (the tests ran), and a call a hook blocked is the
+project's policy, not an error to work around. The lesson names the error's kind and the fix's
+command shape (paths and values as placeholders, `memory.maths.shell`), so the same error met
+again words the same lesson and is counted as a recurrence, not a new candidate. A fix that a
+hook blocked, or that carries a hook bypass (`--no-verify`, `# skip-hook`, `SKIP=` …), is never
+proposed.
 
 Pure Python (no Django).
 """
@@ -10,10 +19,121 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-# --- error → fix ------------------------------------------------------------------------------
+from memory.maths import shell
 
 _TOKEN = re.compile(r"[\w.@/-]+")
 SIMILAR_CALL = 0.3
+MAX_SHAPE_CHARS = 120
+
+# --- what a failure is ------------------------------------------------------------------------
+
+# Output of a test run or a linter that ran and found something: the command worked.
+_REPORT = re.compile(
+    r"^=+ .*\b(?:failed|passed|error)s?\b.* =+$"  # pytest's summary line
+    r"|^=+ (?:FAILURES|ERRORS|short test summary info) =+$"
+    r"|^(?:FAILED|ERROR) [\w/.-]+\.py::"  # pytest's short summary
+    r"|^Tests?:\s+\d+ failed"  # jest, vitest
+    r"|^\s*\d+ (?:failing|passing)\b"  # mocha
+    r"|^\s*\d+ fail\s*$|^\s*Test Files\s+\d+ failed"  # bun test, vitest
+    r"|^--- FAIL: |^FAIL\s+\S+\s+[\d.]+s$"  # go test
+    r"|^test result: FAILED\."  # cargo test
+    r"|^Found \d+ errors? in \d+ files?"  # mypy
+    r"|^Found \d+ errors?\.?$"  # ruff
+    r"|^\S+\.\w+:\d+:\d+: \S"  # a diagnostic (file:line:col: message): linters, compilers
+    r"|^\S+\.\w+:\d+: error: "  # mypy
+    r"|^✖ \d+ problems?"  # eslint
+    r"|^\d+ errors? and \d+ warnings? potentially fixable"
+    r"|^Ran \d+ tests? in [\d.]+s$",  # unittest
+    re.M,
+)
+# A call a hook or the person refused (PreToolUse deny, a blocking exit, a rejected tool use):
+# the project or the person forbids it.
+_BLOCKED = re.compile(
+    r"The user doesn't want to proceed with this tool use|tool use was rejected"
+    r"|\bhook\b[^\n]{0,80}\b(?:block|blocked|blocking|den(?:y|ied)|refus\w*|prevent\w*)\b"
+    r"|\b(?:block|blocked|den(?:y|ied)|refused)\b[^\n]{0,40}\bhook\b"
+    r"|PreToolUse:\w+ hook|permissionDecision\W+deny",
+    re.I,
+)
+# Ways to get past the project's hooks: never part of a proposed fix.
+_BYPASS = re.compile(
+    r"--no-verify\b|#\s*skip[-_ ]?hooks?\b|(?:^|[\s;&|(])(?:SKIP|HUSKY|HUSKY_SKIP_HOOKS|"
+    r"LEFTHOOK|PRE_COMMIT_ALLOW_NO_CONFIG|SKIP_HOOKS?)=|\bcore\.hooksPath\b|--no-hooks\b"
+    r"|\bgit\s+commit\b[^\n;&|]*\s-\w*n\w*\b",
+    re.I,
+)
+
+
+def is_report(output: str) -> bool:
+    """The output of a test run or a linter that ran (a result, even with a non-zero exit)."""
+    return bool(_REPORT.search(output[:20_000]))
+
+
+def is_blocked(output: str) -> bool:
+    """The call was refused by a hook (PreToolUse deny or a blocking hook's output) or by the
+    person (a rejected tool use)."""
+    return bool(_BLOCKED.search(output[:5_000]))
+
+
+# Claude Code cancels the other calls of a batch when one fails: not this call's error.
+_NOT_ITS_ERROR = re.compile(r"Sibling tool call errored|<tool_use_error>Cancelled", re.I)
+
+
+def has_bypass(command: str) -> bool:
+    """The command skips the project's hooks (`--no-verify`, `# skip-hook`, `SKIP=` …)."""
+    return bool(_BYPASS.search(command))
+
+
+# --- the error's kind -------------------------------------------------------------------------
+
+_NOT_FOUND = re.compile(
+    r"(?:^|\s)(?:\S*?/)?(?P<a>[\w.+-]+): (?:command )?not found"
+    r"|command not found: (?P<b>[\w.+-]+)"
+    r"|'(?P<c>[\w.+-]+)' is not recognized as an internal or external command"
+    r"|No such file or directory: '(?P<d>[\w.+-]+)'$",
+    re.M,
+)
+_NO_MODULE = re.compile(r"No module named '?(?P<m>[\w.]+)'?")
+_EXIT = re.compile(r"^\s*(?:Exit code|exit status|Error: Command failed with exit code) \d+\s*$")
+_MASK = re.compile(
+    r"'[^'\n]{0,80}'|\"[^\"\n]{0,80}\"|`[^`\n]{0,80}`|\S*[/\\]\S*|\b0x[0-9a-f]+\b|\b\d+\b", re.I
+)
+
+
+def _command(tool_input: str) -> str:
+    try:
+        value = json.loads(tool_input)
+    except ValueError:
+        return tool_input
+    if isinstance(value, dict):
+        for key in ("command", "file_path", "path", "pattern", "url", "query"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+    return tool_input
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not _EXIT.match(line):
+            return line[:limit]
+    return ""
+
+
+def error_kind(output: str) -> tuple[str, str]:
+    """(kind, subject) of a failure: ("not found", program), ("no module", module), or
+    ("error", the first line with quoted spans, paths and numbers masked)."""
+    found = _NOT_FOUND.search(output[:5_000])
+    if found is not None:
+        return "not found", next(g for g in found.groups() if g)
+    module = _NO_MODULE.search(output[:5_000])
+    if module is not None:
+        return "no module", module.group("m")
+    line = _first_line(output)
+    return "error", _MASK.sub("…", line)[:100]
+
+
+# --- pairs and lessons ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -33,6 +153,7 @@ class Fix:
     fixed: str
     error: str
     statement: str = field(default="")
+    key: str = ""  # the recurring error: tool, failing program, error kind and subject
 
 
 def _tokens(text: str) -> frozenset[str]:
@@ -47,33 +168,70 @@ def call_similarity(a: str, b: str) -> float:
     return len(ta & tb) / len(ta | tb)
 
 
-def _command(tool_input: str) -> str:
-    try:
-        value = json.loads(tool_input)
-    except ValueError:
-        return tool_input
-    if isinstance(value, dict):
-        for key in ("command", "file_path", "path", "pattern", "url", "query"):
-            if isinstance(value.get(key), str):
-                return str(value[key])
-    return tool_input
+_VIRTUALENV = re.compile(
+    r"(?:^|[\s;&|])(?:source|\.)\s+\S*(?:venv|virtualenv|\.env)\S*/bin/activate"
+    r"|(?:^|\s)\S*\.?venv/bin/|\b(?:uv|poetry|pipenv|pdm|hatch|rye) run\b",
+    re.I,
+)
 
 
-def _first_line(text: str, limit: int = 160) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line[:limit]
-    return ""
+def _shape(tool: str, command: str) -> tuple[str, str]:
+    """(the main program, the line's shape) of a Bash command; other tools keep the input."""
+    if tool != "Bash":
+        return tool, command.strip()[:MAX_SHAPE_CHARS]
+    parsed = shell.command_shape(command)
+    main = parsed.main
+    head = main.head.split()[0] if main is not None else ""
+    return head, (parsed.text or command.strip())[:MAX_SHAPE_CHARS]
+
+
+def _main(command: str) -> tuple[str, str]:
+    """(head, shape) of the command a shell line is for (`git push`, `git push -u <v> <arg>`)."""
+    main = shell.command_shape(command).main
+    return (main.head, main.shape) if main is not None else ("", "")
+
+
+def lesson(tool: str, failed: str, fixed: str, output: str) -> tuple[str, str]:
+    """(the general lesson, the recurring error's key) for a failed call and its fix."""
+    program, failed_shape = _shape(tool, failed)
+    _, fixed_shape = _shape(tool, fixed)
+    kind, subject = error_kind(output)
+    key = f"{tool}\n{program}\n{kind}\n{subject}".casefold()
+    if kind == "not found":
+        if _VIRTUALENV.search(fixed):
+            return (
+                f"When `{subject}` is not found, run it from the project's virtualenv: "
+                f"`{fixed_shape}`."
+            ), key
+        return f"When `{subject}` is not found, run `{fixed_shape}` instead.", key
+    if kind == "no module":
+        where = " from the project's virtualenv" if _VIRTUALENV.search(fixed) else ""
+        return (
+            f"When `{program or tool}` cannot import `{subject}`, run it{where}: `{fixed_shape}`."
+        ), key
+    said = f' ("{subject}")' if subject else ""
+    return f"When `{failed_shape}` fails{said}, run `{fixed_shape}` instead.", key
+
+
+def _not_an_error(output: str) -> bool:
+    return is_report(output) or is_blocked(output) or bool(_NOT_ITS_ERROR.search(output[:2_000]))
 
 
 def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
-    """Each failed call followed (within `window` calls) by a successful similar call of the
-    same tool with a different input: the failure, the fix and a draft statement."""
+    """Each shell error followed (within `window` calls) by a successful similar command with a
+    different input — the same program, unless the error was a missing program or module: the
+    failure, the fix and its general lesson. Test and lint reports are results, not errors; a
+    blocked or rejected call is no error; a fix whose command a hook blocked in this session,
+    or that bypasses hooks, is never proposed."""
+    blocked = {
+        _shape(c.tool, _command(c.tool_input))[1]
+        for c in calls
+        if not c.success and is_blocked(c.output)
+    }
     fixes: list[Fix] = []
     used: set[int] = set()
     for i, failed in enumerate(calls):
-        if failed.success:
+        if failed.success or failed.tool != "Bash" or _not_an_error(failed.output):
             continue
         for j in range(i + 1, min(len(calls), i + 1 + window)):
             fixed = calls[j]
@@ -82,10 +240,18 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
             a, b = _command(failed.tool_input), _command(fixed.tool_input)
             if a.strip() == b.strip() or call_similarity(a, b) < SIMILAR_CALL:
                 continue
+            if has_bypass(b) or _shape(fixed.tool, b)[1] in blocked:
+                break  # the next step got past a hook: nothing to teach
+            kind, _ = error_kind(failed.output)
+            (head_a, shape_a), (head_b, shape_b) = _main(a), _main(b)
+            if kind == "error" and (head_a != head_b or shape_a == shape_b):
+                continue  # another command did something else, or the same one again
+            if head_a.split(" ")[0] in shell.DATA_PROGRAMS:
+                break  # looking at files (ls, grep, cat …): no practice to learn
             used.add(j)
-            error = _first_line(failed.output)
-            statement = f"For {failed.tool}: use `{b[:160]}` instead of `{a[:160]}`"
-            statement += f" (it failed with: {error})." if error else "."
-            fixes.append(Fix(failed.tool, a[:400], b[:400], error, statement))
+            statement, key = lesson(failed.tool, a, b, failed.output)
+            fixes.append(
+                Fix(failed.tool, a[:400], b[:400], _first_line(failed.output), statement, key)
+            )
             break
     return fixes

@@ -1,14 +1,46 @@
 """Claude Code transcript lines: parse JSONL entries, split complete lines, render for an LLM.
 
+Only what the person typed is a `user` entry: assistant text, compaction summaries, slash-command
+and meta entries, tool results, hook output, sidechains and system reminders never are (DESIGN v3
+"Capture": never the user's words). Each entry keeps where it came from (its `uuid` and the number
+of its line) so a lesson can quote it.
+
 Pure Python (no Django).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+# A user entry whose text holds one of these is Claude Code's, not the person's: a slash command
+# and its output, a `!` shell command and its output, the local-command caveat, a background
+# task's notification.
+_NOT_TYPED = re.compile(
+    r"<(?:command-name|command-message|command-args|local-command-stdout|local-command-stderr|"
+    r"bash-input|bash-stdout|bash-stderr|local-command-caveat|task-notification)>"
+    r"|^\s*Caveat: The messages below were generated",
+    re.I,
+)
+# Whole entries Claude Code writes in the user's place: the summary that continues a compacted
+# session, hook feedback fed back to the model, an interruption marker.
+_WRITTEN_FOR_USER = re.compile(
+    r"^\s*(?:This session is being continued from a previous conversation|"
+    r"Stop hook feedback:|[\w:.-]+ hook (?:feedback|error|blocking error)|"
+    r"\[Request interrupted by user|Caveat:)",
+    re.I,
+)
+# Blocks inside a user entry that the person did not type: reminders and hook output that Claude
+# Code appends to the prompt, instructions an app wrapping Claude Code puts before it. They are
+# cut out; what is left is the person's.
+_INSERTED_BLOCK = re.compile(
+    r"<(system-reminder|system[-_]instructions?|user-prompt-submit-hook|[\w-]*hook[\w-]*)>"
+    r".*?(?:</\1>|\Z)",
+    re.I | re.S,
+)
 
 # --- transcripts ------------------------------------------------------------------------------
 
@@ -23,6 +55,17 @@ class Entry:
     tool_id: str = ""
     tool_input: str = ""
     is_error: bool = False
+    uuid: str = ""  # the transcript entry's own id, when it has one
+    line: int = 0  # its line's number in the lines parsed, from 1 (0: unknown)
+
+
+def user_words(text: str) -> str:
+    """What the person typed in a user entry or prompt: "" for text Claude Code wrote in their
+    place (a compaction summary, a slash command, hook feedback), else the text without the
+    reminders and hook output inserted into it."""
+    if _WRITTEN_FOR_USER.match(text) or _NOT_TYPED.search(text):
+        return ""
+    return _INSERTED_BLOCK.sub("", text).strip() if "<" in text else text.strip()
 
 
 def _content_text(content: Any) -> str:
@@ -57,11 +100,12 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def parse_line(line: str | bytes) -> list[Entry]:
-    """The entries of one JSONL line of a Claude Code transcript ([] for anything else)."""
+def parse_line(line: str | bytes, *, number: int = 0) -> list[Entry]:
+    """The entries of one JSONL line of a Claude Code transcript ([] for anything else: a line
+    that is not JSON, binary bytes, a summary or system line, a sidechain or meta entry)."""
     try:
         row = _clean(json.loads(line))
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     if not isinstance(row, dict):
         return []
@@ -69,14 +113,24 @@ def parse_line(line: str | bytes) -> list[Entry]:
     message = row.get("message")
     if kind not in {"user", "assistant"} or not isinstance(message, dict):
         return []
-    if row.get("isMeta") or row.get("isSidechain"):
+    if row.get("isMeta") or row.get("isSidechain") or row.get("isCompactSummary"):
         return []
-    content = message.get("content")
+    if row.get("planContent"):
+        return []  # "Implement the following plan: …": the agent's plan, handed back on accept
+    uuid = str(row.get("uuid") or "")[:64]
+    return [
+        Entry(e.kind, e.text, e.tool, e.tool_id, e.tool_input, e.is_error, uuid, number)
+        for e in _message_entries(kind, message.get("content"))
+    ]
+
+
+def _message_entries(kind: str, content: Any) -> list[Entry]:
     entries: list[Entry] = []
     if kind == "user":
         if isinstance(content, str):
-            if not content.lstrip().startswith(("<command-", "<local-command", "<system-")):
-                entries.append(Entry("user", text=content))
+            text = user_words(content)
+            if text:
+                entries.append(Entry("user", text=text))
             return entries
         if isinstance(content, list):
             texts = []
@@ -95,8 +149,8 @@ def parse_line(line: str | bytes) -> list[Entry]:
                     )
                 elif block.get("type") == "text":
                     texts.append(str(block.get("text") or ""))
-            text = "\n".join(t for t in texts if t.strip())
-            if text:
+            text = user_words("\n".join(t for t in texts if t.strip()))
+            if text and not entries:  # text beside a tool result is Claude Code's, not typed
                 entries.insert(0, Entry("user", text=text))
         return entries
     if isinstance(content, str):
@@ -119,10 +173,11 @@ def parse_line(line: str | bytes) -> list[Entry]:
 
 
 def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
+    """The entries of JSONL lines, each with the number of its line (from 1)."""
     out: list[Entry] = []
-    for line in lines:
+    for number, line in enumerate(lines, start=1):
         if line and line.strip():
-            out.extend(parse_line(line))
+            out.extend(parse_line(line, number=number))
     return out
 
 

@@ -240,25 +240,138 @@ def is_variant(new: str, old: str) -> bool:
     """A lexical variant test that compares what the rules are about rather than their words:
     the same naming slot with another value, the same role filled by another tool, the same
     words in the opposite direction, or the same rule words with another value."""
+    return bool(variant_kind(new, old))
+
+
+# What `variant_kind` found: a slot that holds one value (the newer rule replaces the older) …
+NAMING, ROLE, NUMBER, REVERSED = "naming", "role", "number", "reversed"
+ONE_VALUE_SLOTS = frozenset({NAMING, ROLE, NUMBER, REVERSED})
+# … or the same rule words with another value, which two rules can both hold ("run `make lint`
+# before pushing" and "run `make test` before pushing").
+OTHER_VALUE = "value"
+_NUMBER = re.compile(r"^[<>~=]*\d+(?:[.,]\d+)?(?:%|[a-z]{1,3})?$")
+
+
+def _numbers_only(new: str, old: str) -> bool:
+    """The values that differ between the two statements are all numbers (after number words)."""
+    differ = values_of(new) ^ values_of(old)
+    return bool(differ) and all(_NUMBER.match(v) for v in differ)
+
+
+def variant_kind(new: str, old: str) -> str:
+    """How `new` restates `old`: NAMING (the same naming slot, another value), ROLE (the same
+    role, another tool), NUMBER (the same rule, another number), REVERSED (the same practice,
+    the other direction), OTHER_VALUE (the same rule words, another value), or "" (two rules)."""
     if new.strip().casefold() == old.strip().casefold():
-        return False
+        return ""
     slots_new, slots_old = naming_slots(new), naming_slots(old)
     if slots_new and slots_old:
         # Two naming rules: the same slot (what is named, where) with another value, and
         # nothing else: "end function names" is not "end function argument names".
-        return bool(slots_new & slots_old) and values_of(new) != values_of(old)
-    if same_rule_other_value(new, old) or same_rule_other_value(_digits(new), _digits(old)):
-        return True  # "no more than three days a week" / "no more than twice a week"
+        same = bool(slots_new & slots_old) and values_of(new) != values_of(old)
+        return NAMING if same else ""
+    digits_new, digits_old = _digits(new), _digits(old)
+    if same_rule_other_value(digits_new, digits_old) and _numbers_only(digits_new, digits_old):
+        return NUMBER  # "no more than three days a week" / "no more than twice a week"
     tool_new, tool_old = tool_slot(new), tool_slot(old)
     if tool_new and tool_old and not (tool_new[0] & tool_old[0]) and _same_role(tool_new, tool_old):
-        return True
+        return ROLE
     negative_new = bool(_NEGATIVE_DIRECTION.search(new))
-    if negative_new != bool(_NEGATIVE_DIRECTION.search(old)):
+    if negative_new != bool(_NEGATIVE_DIRECTION.search(old)) and values_of(new) == values_of(old):
         a = plain_words(new) - _DIRECTION_WORDS
         b = plain_words(old) - _DIRECTION_WORDS
         if a and b and len(a & b) / len(a | b) >= SAME_RULE_WORDS:
-            return True
+            return REVERSED
         # "Stop using a linter altogether" / "Use a linter for all your Python code"
         if _used_objects(new) & _used_objects(old):
-            return True
-    return False
+            return REVERSED
+    if same_rule_other_value(new, old) or same_rule_other_value(digits_new, digits_old):
+        return OTHER_VALUE
+    return ""
+
+
+REPLACE, ASK = "replace", "ask"
+
+
+def supersession(
+    new: str,
+    old: str,
+    *,
+    cosine: float,
+    new_polarity: str | None,
+    old_polarity: str | None,
+    same_key: bool = False,
+) -> str:
+    """What a newer user rule does to an older live one of the same scope: REPLACE it only where
+    the slot holds one value (a naming position, the tool for a named role, a number, the same
+    practice reversed); ASK ("does this replace …?", both stay) when it looks like an update but
+    both may hold (the same variant key, the same words with another value, or cosine ≥ 0.8
+    with another value or the opposite direction); "" for two unrelated rules."""
+    kind = variant_kind(new, old)
+    if kind in ONE_VALUE_SLOTS:
+        return REPLACE
+    if kind or same_key:
+        return ASK
+    if is_update(new, old, cosine=cosine, new_polarity=new_polarity, old_polarity=old_polarity):
+        return ASK
+    return ""
+
+
+# --- retiring a rule by name -------------------------------------------------------------------
+
+# "forget that rule", "forget the rule about X", "forget what I said about X", "never mind the X
+# rule", "drop that rule", "that rule no longer applies": the person retires a rule of theirs.
+# "never mind that" alone names the last rule only when it was just stated (the caller checks).
+_RULE_NOUN = r"(?:rule|instruction|preference|convention|guideline)s?"
+_FORGET = re.compile(
+    r"^\s*(?:(?:ok(?:ay)?|oh|actually|hmm|wait|please|and)[,.!]?\s+)*"
+    r"(?:(?P<verb>forget|ignore|drop|scrap|remove|delete|disregard|cancel)\s+(?:about\s+)?"
+    r"(?:(?:that|this|the|my|your)\s+(?:last\s+|previous\s+|earlier\s+|new\s+)?"
+    + _RULE_NOUN
+    + r"(?:\s+(?:about|on|for|regarding)\s+(?P<about>[^.!?\n]{2,80}))?"
+    r"|what\s+i\s+(?:said|told\s+you)\s+(?:about|on|regarding)\s+(?P<said>[^.!?\n]{2,80})"
+    r"|(?:the\s+)?(?P<named>[^.!?\n]{2,60}?)\s+" + _RULE_NOUN + r")"
+    r"|never\s*mind(?:\s+(?P<mind>that(?:\s+" + _RULE_NOUN + r")?|the\s+(?P<mind_named>"
+    r"[^.!?\n]{2,60}?)\s+" + _RULE_NOUN + r"|what\s+i\s+said(?:\s+about\s+(?P<mind_said>"
+    r"[^.!?\n]{2,80}))?))?"
+    r"|(?:that|this|the\s+last)\s+" + _RULE_NOUN + r"\s+(?:no\s+longer\s+applies|is\s+obsolete|"
+    r"doesn'?t\s+apply\s+any\s*more))"
+    r"\s*(?:[.!]|$)",
+    re.I,
+)
+FORGET_LAST = "that"  # the request names the last rule stated, not a topic
+FORGET_JUST_SAID = "just said"  # "never mind that": the last rule, only if just stated
+
+
+def forget_request(text: str) -> str | None:
+    """The topic of a request to retire one of the person's rules ("forget the rule about
+    tabs" → "tabs"), FORGET_LAST for "forget that rule", FORGET_JUST_SAID for a bare "never
+    mind (that)", or None when the text asks no such thing. Only a short first sentence
+    counts: a "never mind" inside a longer request is about that request."""
+    head = text.strip()[:200]
+    found = _FORGET.match(head)
+    if found is None or len(head) - found.end() > 120:
+        return None
+    topic = next(
+        (found.group(g) for g in ("about", "said", "named", "mind_named", "mind_said")
+         if found.group(g)),
+        None,
+    )  # fmt: skip
+    if topic:
+        words = plain_words(topic) | values_of(topic)
+        if not words or topic.strip().casefold() in {"that", "this", "last", "previous"}:
+            return FORGET_LAST
+        return topic.strip()
+    if found.group("mind") is not None and not re.search(_RULE_NOUN, found.group("mind"), re.I):
+        return FORGET_JUST_SAID
+    if text.strip().casefold().startswith(("never mind", "nevermind")) and not found.group("mind"):
+        return FORGET_JUST_SAID
+    return FORGET_LAST
+
+
+def names_rule(topic: str, statement: str) -> bool:
+    """The topic of a forget request names this rule: all its words (values included) are in
+    the statement ("tabs" names "Always indent with tabs")."""
+    wanted = plain_words(topic) | values_of(topic)
+    have = plain_words(statement) | values_of(statement)
+    return bool(wanted) and wanted <= have

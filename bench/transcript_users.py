@@ -1,0 +1,84 @@
+"""Never the user's words, on real transcripts: which transcript entries the parser calls the
+person's (`learning.parse_lines`, kind `user`), against hand-made labels.
+
+Reads the real Claude Code transcripts collected outside the repository (default
+/work/data/transcripts, or $ENGRAM_TRANSCRIPTS): `labels.jsonl` lists every typed human prompt
+(by entry uuid) and `non_human_user_entries.jsonl` every `type: "user"` entry that is not the
+person's text, with its reason. Prints the entries taken as the user's that are not typed
+prompts (must be 0: they would be stored as `source: user`), by reason, and the typed prompts
+missed. Pure parsing, no database.
+
+    .venv/bin/python bench/transcript_users.py [DIR]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from memory.maths import learning  # noqa: E402
+
+DEFAULT = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/work/data/transcripts"))
+
+
+def _jsonl(path: Path) -> list[dict[str, object]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def audit(folder: Path) -> dict[str, object]:
+    """Counts of the parser's user entries against the labels in `folder`."""
+    typed = {str(r["uuid"]): str(r["text"]).strip() for r in _jsonl(folder / "labels.jsonl")}
+    not_typed = {
+        str(r["uuid"]): str(r["reason"]) for r in _jsonl(folder / "non_human_user_entries.jsonl")
+    }
+    files = sorted(p for p in folder.glob("*/*.jsonl"))
+    taken: set[str] = set()
+    wrong: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    lines = 0
+    other_text = 0
+    for path in files:
+        with path.open("rb") as handle:
+            raw = handle.read().split(b"\n")
+        lines += len(raw)
+        for entry in learning.parse_lines(raw):
+            if entry.kind != "user":
+                continue
+            taken.add(entry.uuid)
+            if entry.uuid in typed and entry.text.strip() != typed[entry.uuid]:
+                other_text += 1  # something not typed was left in the person's text
+            if entry.uuid not in typed:
+                reason = not_typed.get(entry.uuid, "unlabelled")
+                wrong[reason] += 1
+                examples.setdefault(reason, entry.text[:120])
+    return {
+        "files": len(files),
+        "lines": lines,
+        "typed prompts": len(typed),
+        "taken as the user's": len(taken),
+        "not typed but taken": sum(wrong.values()),
+        "by reason": dict(wrong),
+        "examples": examples,
+        "typed prompts missed": len(set(typed) - taken),
+        "typed prompts with other text": other_text,
+    }
+
+
+def main() -> None:
+    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+    if not (folder / "labels.jsonl").exists():
+        print(f"{folder}/labels.jsonl not found (real transcripts absent)")
+        return
+    for key, value in audit(folder).items():
+        print(f"{key}: {value}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Error → fix as one general lesson per recurring error (issue #24 item 6): later occurrences are
+recurrences, a test or lint report is a result, and a command a hook blocked or one that bypasses
+hooks is never proposed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from memory.maths import learning as L
+from memory.models import AgentSession, Engram, LearningDraft, LearningSignal
+from memory.services import learning
+
+URL = "/api/v1/hooks/claude-code"
+NOT_FOUND = "Exit code 127\n/bin/bash: line 1: pytest: command not found"
+PYTEST_REPORT = (
+    "Exit code 1\n============================= test session starts ==============================\n"
+    "collected 4 items\n\ntests/test_cart.py ..F.\n\n=================================== FAILURES "
+    "===================================\n________________________________ test_total "
+    "________________________________\nE       assert 3 == 4\n=========================== short "
+    "test summary info ============================\nFAILED tests/test_cart.py::test_total - "
+    "assert 3 == 4\n========================= 1 failed, 3 passed in 0.12s "
+    "=========================="
+)
+RUFF_REPORT = (
+    "Exit code 1\nsrc/cart.py:12:5: F841 Local variable `x` is assigned to but never used\n"
+    "Found 1 error.\n[*] 1 fixable with the `--fix` option."
+)
+BLOCKED = (
+    "PreToolUse:Bash hook error: [.claude/hooks/guard.sh]: git add -A is blocked in this repo; "
+    "stage the files you changed by name"
+)
+
+
+def bash(command: str, ok: bool, output: str = "") -> L.Call:
+    return L.Call("Bash", json.dumps({"command": command}), ok, output)
+
+
+def test_a_missing_program_fixed_from_the_virtualenv_is_one_general_lesson() -> None:
+    (fix,) = L.error_fixes(
+        [
+            bash("pytest tests/test_cart.py -x", False, NOT_FOUND),
+            bash("source .venv/bin/activate && pytest tests/test_cart.py -x", True),
+        ]
+    )
+    assert fix.statement == (
+        "When `pytest` is not found, run it from the project's virtualenv: "
+        "`source .venv/bin/activate && pytest tests/*.py -x`."
+    )
+
+
+def test_the_same_error_on_other_files_words_the_same_lesson() -> None:
+    lessons = {
+        (fix.statement, fix.key)
+        for path in ("tests/test_cart.py", "tests/test_user.py", "tests/test_tax.py")
+        for fix in L.error_fixes(
+            [
+                bash(f"pytest {path} -x", False, NOT_FOUND.replace("line 1", "line 7")),
+                bash(f"source .venv/bin/activate && pytest {path} -x", True),
+            ]
+        )
+    }
+    assert len(lessons) == 1
+
+
+@pytest.mark.parametrize("report", [PYTEST_REPORT, RUFF_REPORT])
+def test_a_test_or_lint_report_is_a_result_not_a_tool_error(report: str) -> None:
+    assert L.is_report(report)
+    calls = [bash("pytest tests/ -q", False, report), bash("pytest tests/ -q -x", True)]
+    assert L.error_fixes(calls) == []
+
+
+def test_a_command_a_hook_blocked_is_never_proposed() -> None:
+    calls = [
+        bash("git add -A", False, BLOCKED),
+        bash("git status --short", False, "fatal: bad flag"),
+        bash("git add -A", True),
+    ]
+    assert L.is_blocked(BLOCKED)
+    assert L.error_fixes(calls) == []
+
+
+@pytest.mark.parametrize(
+    "fixed",
+    [
+        "git commit --no-verify -m 'wip'",
+        "git commit -n -m 'wip'",
+        "SKIP=ruff git commit -m 'wip'",
+        "HUSKY=0 git commit -m 'wip'",
+        "git commit -m 'wip'  # skip-hook",
+        "git -c core.hooksPath=/dev/null commit -m 'wip'",
+    ],
+)
+def test_a_fix_that_bypasses_hooks_is_never_proposed(fixed: str) -> None:
+    calls = [
+        bash("git commit -m 'wip'", False, "ruff....Failed\n- hook id: ruff"),
+        bash(fixed, True),
+    ]
+    assert L.has_bypass(fixed)
+    assert L.error_fixes(calls) == []
+
+
+def test_a_plain_commit_is_no_bypass() -> None:
+    assert not L.has_bypass("git commit -m 'run the new tests' --amend")
+
+
+def post(api: Client, session: str, command: str, error: str | None = None) -> None:
+    body: dict[str, Any] = {
+        "hook_event_name": "PostToolUseFailure" if error else "PostToolUse",
+        "session_id": session,
+        "cwd": "/home/dev/shop",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+    }
+    if error:
+        body["error"] = error
+    else:
+        body["tool_response"] = {"stdout": "4 passed", "stderr": "", "interrupted": False}
+    assert api.post(URL, body, content_type="application/json").status_code == 200
+
+
+def test_a_recurring_error_is_one_candidate_counted_again_in_later_sessions(api: Client) -> None:
+    for session, path in (("s1", "test_cart"), ("s2", "test_user"), ("s3", "test_tax")):
+        for _ in range(2):  # twice in each session
+            post(api, session, f"pytest tests/{path}.py", NOT_FOUND)
+            post(api, session, f"source .venv/bin/activate && pytest tests/{path}.py")
+        learning.session_capture(session_pk=AgentSession.objects.get(session_id=session).pk)
+    lesson = Engram.objects.get()
+    assert lesson.statement == (
+        "When `pytest` is not found, run it from the project's virtualenv: "
+        "`source .venv/bin/activate && pytest tests/*.py`."
+    )
+    assert (lesson.status, lesson.source, lesson.derivation_count) == ("candidate", "agent", 3)
+    assert list(LearningDraft.objects.values_list("result", flat=True)) == [
+        "created",
+        "recurrence",
+        "recurrence",
+    ]
+    assert LearningSignal.objects.filter(kind="error_fix").count() == 3
+
+
+def test_a_failing_test_run_leaves_no_lesson(api: Client) -> None:
+    post(api, "s1", "pytest tests/test_cart.py", PYTEST_REPORT)
+    post(api, "s1", "pytest tests/test_cart.py -x")
+    learning.session_capture(session_pk=AgentSession.objects.get().pk)
+    assert not LearningSignal.objects.filter(kind="error_fix").exists()
+    assert not Engram.objects.exists()
