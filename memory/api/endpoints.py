@@ -78,7 +78,7 @@ from memory.search.legs import STOP_WORDS
 from memory.services import engrams as engram_services
 from memory.services import episodes as episode_services
 from memory.services import interop as interop_services
-from memory.services import listing, retrieval, sessions
+from memory.services import listing, outcomes, retrieval, sessions
 from memory.status import status_report
 from memory.strength import effective_strength
 
@@ -382,7 +382,7 @@ def inject(request: HttpRequest, payload: InjectIn) -> dict[str, Any]:
 def _feedback_one(token: ApiToken, item: FeedbackItem) -> dict[str, Any]:
     engram = engram_for(token, item.engram_id)
     session = session_for(token, item.session_id) if item.session_id else None
-    engram = engram_services.feedback_record(
+    engram = outcomes.feedback_record(
         owner=token.owner,
         engram=engram,
         signal=item.signal,

@@ -31,7 +31,7 @@ from memory.integrations.mcp_learning import learning_tools
 from memory.models import ApiToken
 from memory.services import engrams as engram_services
 from memory.services import episodes as episode_services
-from memory.services import retrieval, sessions
+from memory.services import outcomes, retrieval, sessions
 from memory.status import status_report
 from memory.strength import effective_strength
 
@@ -209,7 +209,7 @@ def build_server(token: ApiToken) -> MCPServer:
         """Say whether an engram helped (positive), misled (negative) or was irrelevant."""
         engram = engram_for(token, engram_id)
         session = session_for(token, session_id) if session_id else None
-        engram = engram_services.feedback_record(
+        engram = outcomes.feedback_record(
             owner=owner, engram=engram, signal=signal, session=session, actor=actor
         )
         return {"engram": _engram_json(engram), "signal": signal}

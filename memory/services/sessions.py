@@ -17,10 +17,11 @@ from memory import scanner, validation
 from memory.maths import attribution, coaccess
 from memory.models import AgentSession, Association, Engram, Event, Injection, Observation, Outcome
 from memory.services.activity import activity_mark
-from memory.services.engrams import InvalidInput, engram_learn, outcome_record
+from memory.services.engrams import InvalidInput, engram_learn
 from memory.services.events import event_record
 from memory.services.jobs import job_enqueue
 from memory.services.judge import session_judge
+from memory.services.outcomes import outcome_record
 from memory.validation import scope as validate_scope
 
 MAX_OBSERVATION_CHARS = 4000

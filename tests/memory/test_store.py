@@ -22,7 +22,7 @@ from memory.models import (
     OwnerSettings,
     ReviewItem,
 )
-from memory.services import engrams, episodes, lifecycle, sessions
+from memory.services import engrams, episodes, lifecycle, outcomes, sessions
 from memory.services.activity import activity_mark
 from memory.strength import effective_strength
 from memory.tasks import attribute_session, refresh_bands
@@ -421,7 +421,7 @@ def test_the_refresh_task_run_twice_changes_nothing_the_second_time(owner: Any) 
 
 def test_positive_feedback_adds_005_to_effective_strength_and_raises_storage(owner: Any) -> None:
     engram = make_active(owner, "Helpful lesson", "project:x")
-    engrams.feedback_record(owner=owner, engram=engram, signal="positive")
+    outcomes.feedback_record(owner=owner, engram=engram, signal="positive")
     engram.refresh_from_db()
     assert engram.retrieval_strength == pytest.approx(0.85)
     assert engram.storage_strength == pytest.approx(0.05)
@@ -430,11 +430,11 @@ def test_positive_feedback_adds_005_to_effective_strength_and_raises_storage(own
 
 def test_negative_feedback_subtracts_010_and_clamps_at_zero(owner: Any) -> None:
     engram = make_active(owner, "Unhelpful lesson", "project:x")
-    engrams.feedback_record(owner=owner, engram=engram, signal="negative")
+    outcomes.feedback_record(owner=owner, engram=engram, signal="negative")
     engram.refresh_from_db()
     assert engram.retrieval_strength == pytest.approx(0.7)
     Engram.objects.filter(pk=engram.pk).update(retrieval_strength=0.04)
-    engrams.feedback_record(owner=owner, engram=engram, signal="negative")
+    outcomes.feedback_record(owner=owner, engram=engram, signal="negative")
     engram.refresh_from_db()
     # RS_eff of 0.04 with no active days is 0.04; minus 0.10 clamps at 0.
     assert engram.retrieval_strength == 0.0
@@ -442,7 +442,7 @@ def test_negative_feedback_subtracts_010_and_clamps_at_zero(owner: Any) -> None:
 
 def test_neutral_feedback_only_counts(owner: Any) -> None:
     engram = make_active(owner, "Neutral lesson", "project:x")
-    engrams.feedback_record(owner=owner, engram=engram, signal="neutral")
+    outcomes.feedback_record(owner=owner, engram=engram, signal="neutral")
     engram.refresh_from_db()
     assert (engram.retrieval_strength, engram.feedback_neutral) == (0.8, 1)
     assert engram.rs_anchor_at == T0
@@ -451,7 +451,7 @@ def test_neutral_feedback_only_counts(owner: Any) -> None:
 def test_feedback_with_an_unknown_signal_is_rejected(owner: Any) -> None:
     engram = make_active(owner, "Lesson", "project:x")
     with pytest.raises(DomainError):
-        engrams.feedback_record(owner=owner, engram=engram, signal="great")
+        outcomes.feedback_record(owner=owner, engram=engram, signal="great")
 
 
 def test_reconsolidation_doubles_storage_strength(owner: Any) -> None:
@@ -595,7 +595,7 @@ def test_explicit_feedback_overrides_automatic_attribution(owner: Any) -> None:
     engram = make_active(owner, "Use `make lint` before pushing", "project:x")
     session = sessions.session_start(owner=owner, session_id="s1", scope="project:x")
     inject_rows(owner, session, [(engram, "directive")])
-    engrams.feedback_record(owner=owner, engram=engram, signal="irrelevant", session=session)
+    outcomes.feedback_record(owner=owner, engram=engram, signal="irrelevant", session=session)
     AgentSession.objects.filter(pk=session.pk).update(ended_at=T0)
     sessions.outcomes_attribute(session_pk=session.pk)
     outcome = Outcome.objects.get()

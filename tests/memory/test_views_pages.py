@@ -25,6 +25,7 @@ from memory.models import (
     ReviewItem,
 )
 from memory.services import engrams as engram_services
+from memory.services import outcomes
 from memory.services.events import event_record
 from tests.memory import dashboard_data as dd
 from tests.memory.helpers import link
@@ -275,7 +276,7 @@ def test_engram_detail_shows_every_part(logged_in: Client, owner: Any) -> None:
     other = dd.engram(owner, "Use a virtualenv")
     link(e, other, 0.4)
     dd.session_with(owner, [(e, "followed")], task="Fix the flaky test")
-    engram_services.feedback_record(owner=owner, engram=e, signal="positive", actor="agent")
+    outcomes.feedback_record(owner=owner, engram=e, signal="positive", actor="agent")
     body = get(logged_in, f"/engrams/{e.engram_id}/")
     for text in (
         "Fail fast",
@@ -343,7 +344,7 @@ def test_the_strength_plot_steps_at_feedback_and_decays_over_active_days(
     assert past[-1][1] < 0.7  # decayed over the active days
     assert future[0][1] == pytest.approx(past[-1][1], abs=1e-6)
     assert future[-1][1] < future[0][1]
-    engram_services.feedback_record(owner=owner, engram=e, signal="positive", actor="agent")
+    outcomes.feedback_record(owner=owner, engram=e, signal="positive", actor="agent")
     e.refresh_from_db()
     past, _ = strength_series(e, now=timezone.now() + timedelta(seconds=1))
     assert max(v for _, v in past[-3:]) == pytest.approx(e.retrieval_strength)
