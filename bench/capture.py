@@ -136,8 +136,8 @@ def coding_prompts(
 
 def memorycode(half: str, costs: list[float], limit: int, show: str) -> dict[str, object]:
     paths = [p for p in dialogue_paths() if memorycode_half(int(p.stem.split("_")[-1])) == half]
-    if limit:
-        paths = paths[:: max(1, len(paths) // limit)][:limit]
+    if limit and limit < len(paths):  # evenly spread over the id range (lengths grow with it)
+        paths = [paths[i * len(paths) // limit] for i in range(limit)]
     total = found = found_active = tp = fp = tp_active = fp_active = 0
     for path in paths:
         stated: list[str] = []

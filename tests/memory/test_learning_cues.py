@@ -305,3 +305,19 @@ def test_a_wrapper_is_removed_and_what_the_person_typed_is_kept() -> None:
 def test_genre_rules_without_the_classic_markers_are_kept(prompt: str, start: str) -> None:
     statements = [d.statement for d in L.extract(prompt)]
     assert any(s.startswith(start) for s in statements), statements
+
+
+@pytest.mark.parametrize(
+    ("text", "about_else"),
+    [
+        ("Every time a change is merged, the pipeline rebuilds the docs.", True),
+        ("The cache is always warm after a deploy.", True),
+        ("Every time you add a route, add its test.", False),
+        ("The lockfile should always be committed; please keep it that way.", False),
+    ],
+)
+def test_a_sentence_about_something_else_is_not_addressed_to_the_agent(
+    text: str, about_else: bool
+) -> None:
+    matched = bool(cues.THIRD_PERSON.match(text) and not cues.TO_THE_AGENT.search(text))
+    assert matched is about_else

@@ -33,7 +33,7 @@ ALWAYS_NEVER = re.compile(
     r"(?:^|[,;:]\s*|\b(?:and|so|but|please|then)\s+)(?:please\s+)?(?:always|never)\s+\w"
     r"|\b(?:you|we)\s+(?:should\s+|must\s+|will\s+|need\s+to\s+|have\s+to\s+)?(?:always|never)\s+\w"
     r"|\b(?:make|be)\s+sure\s+(?:that\s+)?(?:to|you|we)\s+(?:\w+\s+)?(?:always|never)\b"
-    r"|\b(?:don'?t|do\s+not)\s+ever\b|\b(?:always|never)\s*[.!]?\s*$"
+    r"|\b(?:don'?t|do\s+not)\s+ever\b|(?<!\bas\s)\b(?:always|never)\s*[.!]?\s*$"
     r"|\b(?:should|must|shall)\s+(?:always|never)\s+\w",
     re.I,
 )
@@ -192,6 +192,16 @@ ONE_OFF = re.compile(
 )
 
 
+# A sentence about something else ("Every time a change is pushed, the CI system builds it"):
+# a third-person subject and nothing addressed to the agent or the team.
+THIRD_PERSON = re.compile(
+    r"^(?:(?:every\s+time|whenever|each\s+time)\b[^,]*,\s*)?(?:the|a|an|it|its|this|that|these|"
+    r"those|they|there|he|she|his|her|their)\b",
+    re.I,
+)
+TO_THE_AGENT = re.compile(r"\b(?:you|your|we|our|us|let'?s|please|i\s+want|i'?d\s+like)\b", re.I)
+
+
 def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     """Tier of a rule-like sentence: A when it is unmistakably meant to last (a standing time,
     always/never to the agent, a project convention, "remember that we", a rule request), B for
@@ -208,7 +218,8 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
         or PROJECT_CONVENTION.search(sentence)
         or REMEMBER.search(sentence)
     )
-    if standing and (timed or not ONE_OFF.search(sentence)):
+    about_else = THIRD_PERSON.match(sentence) and not TO_THE_AGENT.search(sentence)
+    if standing and (timed or not ONE_OFF.search(sentence)) and not about_else:
         return TIER_EXPLICIT
     corrects = (first and CORRECTION_LEAD.match(sentence)) or (
         correction and EXPLICIT_CORRECTION.search(sentence)
