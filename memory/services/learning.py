@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Q, Window
 from django.utils import timezone
 
 from memory import scanner
@@ -749,10 +749,14 @@ def drafts_for(
 
 def provenance_context(engram: Engram) -> dict[str, Any]:
     """The engram page's "where it came from": the first captured draft that made it (its quote,
-    prompt or transcript entry, session) and how many later drafts stated it again. Two
-    queries."""
-    drafts = LearningDraft.objects.filter(engram=engram)
-    first = drafts.select_related("signal", "session").order_by("created_at", "pk").first()
+    prompt or transcript entry, session) and how many later drafts stated it again. One query."""
+    first = (
+        LearningDraft.objects.filter(engram=engram)
+        .select_related("signal", "session")
+        .annotate(drafts_total=Window(Count("pk")))
+        .order_by("created_at", "pk")
+        .first()
+    )
     if first is None:
         return {"provenance": None, "restatements": 0}
-    return {"provenance": first, "restatements": drafts.count() - 1}
+    return {"provenance": first, "restatements": int(getattr(first, "drafts_total", 1)) - 1}

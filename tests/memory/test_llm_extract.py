@@ -232,6 +232,7 @@ def test_tier_a_and_b_stand_only_when_their_quote_is_a_users_words(owner: Any, c
     drafts = {d.statement: d for d in LearningDraft.objects.all()}
     pnpm = drafts["Use pnpm, not npm."]
     assert (pnpm.tier, pnpm.quote) == ("B", "use   PNPM here,\nnot npm")
+    assert pnpm.entry_line == 1  # the user entry it quotes
     assert pnpm.engram is not None
     assert (pnpm.engram.status, pnpm.engram.source) == ("active", "user")
     # Quoted from the assistant, and not quoted at all: inferences, never the user's.
@@ -241,6 +242,7 @@ def test_tier_a_and_b_stand_only_when_their_quote_is_a_users_words(owner: Any, c
         assert draft.engram is not None
         assert draft.engram.source == "agent"
         assert draft.engram.status == Engram.Status.CANDIDATE
+        assert draft.entry_line == 0  # no user entry says it
     assert drafts["Ask before deleting files."].quote == "The user seems careful."
 
 

@@ -202,3 +202,11 @@ def test_a_forget_request_is_handled_once(api: Client, owner: Any) -> None:
     pk = LearningSignal.objects.get(label="forget").pk
     assert learning.signal_extract(signal_pk=pk) == 0
     assert LearningDraft.objects.filter(result="forgotten").count() == 1
+
+
+def test_the_engram_page_counts_the_times_it_was_stated(owner: Any, logged_in: Client) -> None:
+    first = state(owner, CANDIDATE).engram
+    state(owner, CANDIDATE, name="s2")
+    assert first is not None
+    html = logged_in.get(f"/engrams/{first.engram_id}/").content.decode()
+    assert "stated 2 times" in html
