@@ -540,6 +540,9 @@ class AgentSession(models.Model):
     # Session learning: the Claude Code transcript and how many of its bytes were captured.
     transcript_path = models.CharField(max_length=1000, blank=True, default="")
     transcript_offset = models.BigIntegerField(default=0)
+    # The last compaction (SessionStart source "compact"): what was delivered before it may be
+    # delivered again, since the agent's context no longer holds it.
+    compacted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints: ClassVar = [
@@ -573,6 +576,7 @@ class Injection(models.Model):
         SPREAD = "spread"
         REMINDER = "reminder"
         RECALL = "recall"
+        BRIEF = "brief"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="injections")
@@ -582,6 +586,9 @@ class Injection(models.Model):
     score = models.FloatField(default=0.0)
     tokens = models.PositiveIntegerField(default=0)
     query = models.TextField(blank=True, default="")
+    # Why it was delivered (score parts): the shared terms and their coverage on the prompt
+    # path, the trigger at tool time, the rule's source in the brief.
+    evidence = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

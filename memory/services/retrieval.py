@@ -7,6 +7,7 @@ injections in the session and applies the injection access rule (no strength bum
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -334,20 +335,23 @@ def _access(
     query: str,
     now: datetime,
     injected: bool,
+    evidence: Sequence[Mapping[str, Any]] | None = None,
 ) -> None:
     """Record (pk, bucket, rank, score, tokens) picks and apply the access rule, 1 round trip.
 
     frequency += 1 and re-anchor at the current effective RS (no bump); an injection also counts
-    injections += 1, and surfaced += 1 in the main buckets.
+    injections += 1, and surfaced += 1 in the main buckets. `evidence` (one per pick) is kept
+    on the injection row for the session page.
     """
     if not picks:
         return
     owner_id = getattr(owner, "pk", owner)
     when = connection.ops.adapt_datetimefield_value(now)
     text = query[:2000]
+    proofs = [json.dumps(e or {}) for e in evidence] if evidence else ["{}"] * len(picks)
     rows = [
-        (owner_id, session.pk, pk, bucket, rank, score, tokens, text, when)
-        for pk, bucket, rank, score, tokens in picks
+        (owner_id, session.pk, pk, bucket, rank, score, tokens, text, proof, when)
+        for (pk, bucket, rank, score, tokens), proof in zip(picks, proofs, strict=True)
     ]
     touched: dict[int, tuple[float, int]] = {}
     for pk, bucket, _, _, _ in picks:
@@ -359,8 +363,8 @@ def _access(
     statements = [
         (
             "INSERT INTO memory_injection (owner_id, session_id, engram_id, bucket, rank, "
-            "score, tokens, query, created_at) VALUES "
-            + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows)),
+            "score, tokens, query, evidence, created_at) VALUES "
+            + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows)),
             [value for row in rows for value in row],
         ),
         _touch(touched, injected=injected, now=now),
@@ -393,6 +397,9 @@ def _access(
         # One round trip for all of them (client-side parameter binding allows several
         # statements in one query).
         cursor.execute("; ".join(sqls), [value for _, params in statements for value in params])
+
+
+access_record = _access  # the hooks' deliveries (memory.services.delivery) record the same way
 
 
 def _touch(
