@@ -24,7 +24,7 @@ from django.db.models import Count, Max, Q
 from memory.maths import activation, attribution, ranking, textnorm
 from memory.maths import delivery as maths
 from memory.models import AgentSession, Engram, Injection, LearningSignal, scope_allowed
-from memory.services import retrieval
+from memory.services.injections import access_record
 from memory.strength import effective_strengths
 from memory.validation import GLOBAL_SCOPE
 
@@ -78,7 +78,7 @@ def _record(
         )
     }
     strengths = effective_strengths(list(rows.values()), now=now)
-    retrieval.access_record(
+    access_record(
         owner=owner,
         session=session,
         picks=[p[:5] for p in picks if p[0] in rows],
@@ -352,7 +352,7 @@ class ToolLesson:
     statement: str
     scope: str
     trigger_context: str
-    fixed: str  # the command that worked (error → fix), "" for a reminder
+    fixed: str  # a word only the command that worked has (error → fix), "" for a reminder
     kind: str  # "reminder" | "fix"
     valid_from: datetime | None
     valid_until: datetime | None
@@ -361,9 +361,12 @@ class ToolLesson:
 _tool_cache: dict[int, tuple[float, list[ToolLesson]]] = {}
 
 
-def _fixed_command(statement: str) -> str:
-    # "For Bash: use `X` instead of `Y` …": the first code span is the command that worked.
-    return maths.failed_command(statement) if "`" in statement else ""
+def _fixed_marker(statement: str, failed: str) -> str:
+    """The first word of the command that worked which the failed one lacks ("" if none): an
+    input holding it is already the fix. "For Bash: use `X` instead of `Y` …": X worked."""
+    fixed = maths.failed_command(statement) if "`" in statement else ""
+    before = set(failed.split())
+    return next((word for word in fixed.split() if word not in before), "")
 
 
 def tool_lessons(owner_id: int) -> list[ToolLesson]:
@@ -404,7 +407,7 @@ def tool_lessons(owner_id: int) -> list[ToolLesson]:
             if kind == "fix":
                 failed = maths.failed_command(str((extra or {}).get("anti_pattern") or ""))
                 trigger = trigger or maths.tool_trigger(failed)
-                fixed = _fixed_command(statement)
+                fixed = _fixed_marker(statement, failed)
                 if not trigger:
                     continue
             lessons.append(
@@ -428,11 +431,12 @@ def tool_deliver(
         return Delivery()
     scopes = _visible(scope, token_scopes)
     haystack = tool_input[:20_000]
+    lowered = haystack.lower()
     hits: list[ToolLesson] = []
     for lesson in tool_lessons(getattr(owner, "pk", owner)):
         if lesson.scope not in scopes or not _valid(lesson.valid_from, lesson.valid_until, now):
             continue
-        if lesson.fixed and lesson.fixed in haystack:
+        if lesson.fixed and attribution.has_term(lesson.fixed.lower(), lowered):
             continue  # the agent is already running what worked
         if attribution.trigger_matches(
             trigger_context=lesson.trigger_context,
