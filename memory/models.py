@@ -543,6 +543,9 @@ class AgentSession(models.Model):
     # The last compaction (SessionStart source "compact"): what was delivered before it may be
     # delivered again, since the agent's context no longer holds it.
     compacted_at = models.DateTimeField(null=True, blank=True)
+    # The session's latest prompts (redacted, cut): what it was about, for outcome attribution,
+    # now that most prompts inject nothing (an injection's query used to say it).
+    prompts = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints: ClassVar = [

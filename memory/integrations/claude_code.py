@@ -32,6 +32,7 @@ from django.utils import timezone
 from memory.access import ScopeForbidden, require_scope
 from memory.maths import attribution, ranking
 from memory.models import AgentSession, ApiToken, Engram
+from memory.scanner import redact_secrets
 from memory.services import delivery, learning
 from memory.services.jobs import job_enqueue
 from memory.services.sessions import observation_record, session_end, session_start
@@ -42,6 +43,9 @@ GLOBAL_SCOPE = "global"
 # Claude Code shows context above ~10,000 characters only as a short preview.
 MAX_CONTEXT_CHARS = 9500
 MAX_REMINDERS = 3
+# The latest prompts a session keeps for outcome attribution (each cut to MAX_PROMPT_CHARS).
+MAX_PROMPTS = 20
+MAX_PROMPT_CHARS = 500
 # Reminder-level engrams are few by design (escalation is the last rung); read at most this many.
 MAX_REMINDER_CANDIDATES = 200
 REMINDER_HEADER = "Reminders from memory for this tool call:\n"
@@ -174,6 +178,10 @@ def on_user_prompt(call: HookCall) -> dict[str, Any]:
     learning.prompt_capture(
         owner=call.owner, session=session, scope=call.scope, prompt=prompt, now=call.now
     )
+    if session is not None:
+        said, _ = redact_secrets(prompt[:MAX_PROMPT_CHARS])
+        kept = [*(session.prompts or [])[-(MAX_PROMPTS - 1) :], said]
+        AgentSession.objects.filter(pk=session.pk).update(prompts=kept)
     return _context(call.event, made.rendered)
 
 

@@ -137,14 +137,22 @@ class Brief:
     tokens: tuple[int, ...]  # per shown line
 
 
-def brief(items: Sequence[BriefItem], *, scope: str, budget_tokens: int = BRIEF_TOKENS) -> Brief:
+def brief(
+    items: Sequence[BriefItem],
+    *,
+    scope: str,
+    budget_tokens: int = BRIEF_TOKENS,
+    total: int | None = None,
+) -> Brief:
     """Items in the caller's order (strongest first), one line each, within budget_tokens with
-    the header and the closing "n more" line; "" when there are none."""
+    the header and the closing "n more" line ("n" out of `total` when the caller read only the
+    first items); "" when there are none."""
     if not items:
         return Brief("", (), 0, ())
+    total = max(total or 0, len(items))
     room = budget_tokens - estimate_tokens(BRIEF_HEADER)
     # Keep room for the closing line whenever something might not fit.
-    reserve = estimate_tokens(BRIEF_MORE.format(n=len(items), s="s", scope=scope) + "\n")
+    reserve = estimate_tokens(BRIEF_MORE.format(n=total, s="s", scope=scope) + "\n")
     lines: list[str] = []
     shown: list[str] = []
     tokens: list[int] = []
@@ -153,14 +161,14 @@ def brief(items: Sequence[BriefItem], *, scope: str, budget_tokens: int = BRIEF_
             item.id, clip_statement(item.statement, BRIEF_LINE_CHARS), item.escalation
         )
         cost = estimate_tokens(line + "\n")
-        last = index == len(items) - 1
+        last = index == total - 1
         if cost > room - (0 if last else reserve):
             break
         lines.append(line)
         shown.append(item.id)
         tokens.append(cost)
         room -= cost
-    more = len(items) - len(shown)
+    more = total - len(shown)
     if more:
         lines.append(BRIEF_MORE.format(n=more, s="" if more == 1 else "s", scope=scope))
     if not shown and not more:

@@ -15,6 +15,11 @@ class Migration(migrations.Migration):
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
+            model_name="agentsession",
+            name="prompts",
+            field=models.JSONField(blank=True, default=list),
+        ),
+        migrations.AddField(
             model_name="injection",
             name="evidence",
             field=models.JSONField(blank=True, default=dict),

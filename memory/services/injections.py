@@ -16,6 +16,9 @@ from django.db import connection, transaction
 
 from memory.models import AgentSession, Injection
 
+# Buckets that count as surfaced (effectiveness): the main lines and the standing rules' brief.
+MAIN_BUCKETS = (Injection.Bucket.CONSTRAINT, Injection.Bucket.DIRECTIVE, Injection.Bucket.BRIEF)
+
 
 def access_record(
     *,
@@ -31,7 +34,7 @@ def access_record(
     """Record (pk, bucket, rank, score, tokens) picks and apply the access rule, 1 round trip.
 
     frequency += 1 and re-anchor at the current effective RS (no bump); an injection also counts
-    injections += 1, and surfaced += 1 in the main buckets. `evidence` (one per pick) is kept
+    injections += 1, and surfaced += 1 in MAIN_BUCKETS. `evidence` (one per pick) is kept
     on the injection row for the session page.
     """
     if not picks:
@@ -46,7 +49,7 @@ def access_record(
     ]
     touched: dict[int, tuple[float, int]] = {}
     for pk, bucket, _, _, _ in picks:
-        main = injected and bucket in (Injection.Bucket.CONSTRAINT, Injection.Bucket.DIRECTIVE)
+        main = injected and bucket in MAIN_BUCKETS
         previous = touched.get(pk, (0.0, 0))[1]
         touched[pk] = (min(1.0, max(0.0, rs_eff[pk])), max(previous, int(main)))
     own_transaction = not connection.in_atomic_block
