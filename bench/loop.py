@@ -156,9 +156,10 @@ def replay(
     # Each session's SessionStart brief carries the standing rules of its project and global.
     for rule in RULES:
         serial += 1
-        where = {"query": "?scope=global"} if rule.often else {"cwd": LAB}
-        hook("UserPromptSubmit", f"teach-{serial}", prompt=f"{rule.said} Remember that.", **where)
-        hook("Stop", f"teach-{serial}", **where)
+        cwd, query = (SHOP, "?scope=global") if rule.often else (LAB, "")
+        said = f"{rule.said} Remember that."
+        hook("UserPromptSubmit", f"teach-{serial}", cwd, query, prompt=said)
+        hook("Stop", f"teach-{serial}", cwd, query)
         advance(timedelta(minutes=30))
     for engram in Engram.objects.filter(owner=owner).order_by("pk"):
         say(f"learned {engram.engram_id} ({engram.status}): {engram.statement}")
@@ -195,7 +196,7 @@ def replay(
                     surfaced = engram.engram_id in context
                     obeys = rule.followed or rule.key in escalated
                     command = rule.follow if surfaced and obeys else rule.other
-                    tool = {"tool_name": "Bash", "tool_input": {"command": command}}
+                    tool: dict[str, Any] = {"tool_name": "Bash", "tool_input": {"command": command}}
                     hook("PreToolUse", session, cwd, **tool)
                     hook("PostToolUse", session, cwd, tool_response={"stdout": "ok"}, **tool)
                 hook("Stop", session, cwd, last_assistant_message="Done.")
