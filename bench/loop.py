@@ -68,7 +68,9 @@ RULES = (
     Rule("docker", "Always pin docker base images by digest.", "pin the docker base image digest",
          "cat Dockerfile", "ls", False, False),
 )  # fmt: skip
-RARELY = 0.3  # chance a rare rule's task comes up in a session
+RARELY = 0.3  # chance a session is in the side project, where the rare rules' tasks come up
+SHOP = "/work/shop"
+LAB = "/work/lab"
 
 
 @dataclass
@@ -140,18 +142,24 @@ def replay(
     report = Report()
     serial = 0
 
-    def hook(event: str, session: str, **fields: Any) -> dict[str, Any]:
-        body = {"hook_event_name": event, "session_id": session, "cwd": "/work/shop", **fields}
-        response = client.post(HOOK, json.dumps(body), content_type="application/json")
+    def hook(
+        event: str, session: str, cwd: str = "/work/shop", query: str = "", **fields: Any
+    ) -> dict[str, Any]:
+        body = {"hook_event_name": event, "session_id": session, "cwd": cwd, **fields}
+        response = client.post(HOOK + query, json.dumps(body), content_type="application/json")
         if response.status_code != 200:
             raise RuntimeError(f"{event}: HTTP {response.status_code} {response.content[:200]!r}")
         return dict(response.json())
 
-    # Day 0: the user states every rule once.
+    # Day 0: the user states every rule once: the often-relevant ones for every project
+    # (global), the rare ones in the side project where their tasks come up (project:lab).
+    # Each session's SessionStart brief carries the standing rules of its project and global.
     for rule in RULES:
         serial += 1
-        hook("UserPromptSubmit", f"teach-{serial}", prompt=f"{rule.said} Remember that.")
-        hook("Stop", f"teach-{serial}")
+        cwd, query = (SHOP, "?scope=global") if rule.often else (LAB, "")
+        said = f"{rule.said} Remember that."
+        hook("UserPromptSubmit", f"teach-{serial}", cwd, query, prompt=said)
+        hook("Stop", f"teach-{serial}", cwd, query)
         advance(timedelta(minutes=30))
     for engram in Engram.objects.filter(owner=owner).order_by("pk"):
         say(f"learned {engram.engram_id} ({engram.status}): {engram.statement}")
@@ -172,22 +180,26 @@ def replay(
             for _ in range(sessions_per_day):
                 serial += 1
                 session = f"s-{serial}"
-                relevant = [r for r in RULES if r.often or rng.random() < RARELY]
-                hook("SessionStart", session, source="startup")
+                cwd = LAB if rng.random() < RARELY else SHOP
+                relevant = [r for r in RULES if r.often or cwd == LAB]
+                brief = hook("SessionStart", session, cwd, source="startup")
                 answer = hook(
-                    "UserPromptSubmit", session, prompt="; ".join(r.prompt for r in relevant)
+                    "UserPromptSubmit", session, cwd, prompt="; ".join(r.prompt for r in relevant)
                 )
-                context = answer.get("hookSpecificOutput", {}).get("additionalContext", "")
+                context = "\n".join(
+                    a.get("hookSpecificOutput", {}).get("additionalContext", "")
+                    for a in (brief, answer)
+                )
                 for rule in relevant:
                     engram = learned[rule.key]
                     assert engram is not None
                     surfaced = engram.engram_id in context
                     obeys = rule.followed or rule.key in escalated
                     command = rule.follow if surfaced and obeys else rule.other
-                    tool = {"tool_name": "Bash", "tool_input": {"command": command}}
-                    hook("PreToolUse", session, **tool)
-                    hook("PostToolUse", session, tool_response={"stdout": "ok"}, **tool)
-                hook("Stop", session, last_assistant_message="Done.")
+                    tool: dict[str, Any] = {"tool_name": "Bash", "tool_input": {"command": command}}
+                    hook("PreToolUse", session, cwd, **tool)
+                    hook("PostToolUse", session, cwd, tool_response={"stdout": "ok"}, **tool)
+                hook("Stop", session, cwd, last_assistant_message="Done.")
                 advance(timedelta(hours=3))
             advance(timedelta(hours=24 - 3 * sessions_per_day))
         groups = classified(owner)

@@ -538,6 +538,12 @@ class AgentSession(models.Model):
     transcript_offset = models.BigIntegerField(default=0)
     # Files this session named that the server would not read, and why (memory.services.localfiles).
     read_refusals = models.JSONField(default=list, blank=True)
+    # The last compaction (SessionStart source "compact"): what was delivered before it may be
+    # delivered again, since the agent's context no longer holds it.
+    compacted_at = models.DateTimeField(null=True, blank=True)
+    # The session's latest prompts (redacted, cut): what it was about, for outcome attribution,
+    # now that most prompts inject nothing (an injection's query used to say it).
+    prompts = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints: ClassVar = [
@@ -571,6 +577,7 @@ class Injection(models.Model):
         SPREAD = "spread"
         REMINDER = "reminder"
         RECALL = "recall"
+        BRIEF = "brief"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="injections")
@@ -580,6 +587,9 @@ class Injection(models.Model):
     score = models.FloatField(default=0.0)
     tokens = models.PositiveIntegerField(default=0)
     query = models.TextField(blank=True, default="")
+    # Why it was delivered (score parts): the shared terms and their coverage on the prompt
+    # path, the trigger at tool time, the rule's source in the brief.
+    evidence = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

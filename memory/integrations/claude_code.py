@@ -2,9 +2,10 @@
 
 Context reaches the model only through `hookSpecificOutput.additionalContext` with its
 `hookEventName`, so that is the only shape returned; nothing else goes at the top level.
-- SessionStart: start (or resume) the session and inject for what it is about.
-- UserPromptSubmit: inject for the prompt.
-- PreToolUse: escalated reminders whose trigger matches the tool input; never a decision.
+- SessionStart (any source): start (or resume) the session; the project's standing rules.
+- UserPromptSubmit: only engrams this prompt gives evidence for, not yet delivered.
+- PreToolUse: error → fix lessons and reminders whose trigger matches the input, once a
+  session; never a decision (memory.services.delivery).
 - PostToolUse / PostToolUseFailure: store the observation (no embedding here), then the same
   reminders as PreToolUse when the tool input matched one; usually `{}`.
 - Stop / SessionEnd: end the session, which queues outcome attribution after commit.
@@ -30,8 +31,9 @@ from django.utils import timezone
 
 from memory.access import ScopeForbidden, require_scope
 from memory.maths import attribution, ranking
-from memory.models import AgentSession, ApiToken, Engram, Injection
-from memory.services import learning, retrieval
+from memory.models import AgentSession, ApiToken, Engram
+from memory.scanner import redact_secrets
+from memory.services import delivery, learning
 from memory.services.jobs import job_enqueue
 from memory.services.sessions import observation_record, session_end, session_start
 from memory.validation import scope as validate_scope
@@ -41,12 +43,12 @@ GLOBAL_SCOPE = "global"
 # Claude Code shows context above ~10,000 characters only as a short preview.
 MAX_CONTEXT_CHARS = 9500
 MAX_REMINDERS = 3
+# The latest prompts a session keeps for outcome attribution (each cut to MAX_PROMPT_CHARS).
+MAX_PROMPTS = 20
+MAX_PROMPT_CHARS = 500
 # Reminder-level engrams are few by design (escalation is the last rung); read at most this many.
 MAX_REMINDER_CANDIDATES = 200
 REMINDER_HEADER = "Reminders from memory for this tool call:\n"
-# What a SessionStart injects for when the session has no task and no earlier prompt: the
-# project's name, which matches the lessons that mention it (generic words would match noise).
-PRIMER = "{name}"
 # Transcript lines `engram-hook` attaches: {"offset": byte offset of the first, "lines": [...]}.
 TRANSCRIPT_FIELD = "engram_transcript"
 _UNSAFE_SCOPE_CHARS = re.compile(r"[^\w.\-]+")
@@ -133,21 +135,12 @@ def _session(call: HookCall, *, create: bool = True, reopen: bool = True) -> Age
     return session
 
 
-def _inject(call: HookCall, prompt: str, session: AgentSession | None) -> str:
-    result = retrieval.inject(
-        owner=call.owner,
-        prompt=prompt,
-        scope=session.scope if session else call.scope,
-        session=session,
-        now=call.now,
-        token_scopes=call.token.scopes,
-    )
-    return result.rendered
-
-
 def on_session_start(call: HookCall) -> dict[str, Any]:
+    """The project's standing rules (the brief), on every source; a compaction also lets the
+    prompt path deliver again what the session had before it."""
     session = _session(call)
-    prompt = ""
+    source = call.payload.get("source")
+    source = source[:20] if isinstance(source, str) else ""
     if session is not None:
         rules = call.payload.get("engram_rules")
         if isinstance(rules, list):
@@ -155,21 +148,18 @@ def on_session_start(call: HookCall) -> dict[str, Any]:
             AgentSession.objects.filter(pk=session.pk).update(project_rules=texts)
         # The project's CLAUDE.md / rules: what they already say is not injected (a task).
         job_enqueue("engram.session_suppress", session.pk)
-        # After a resume or compaction, the last prompt says best what the session is about.
-        prompt = session.task or (
-            Injection.objects.filter(session=session)
-            .exclude(query="")
-            .order_by("-created_at")
-            .values_list("query", flat=True)
-            .first()
-            or ""
-        )
-    scope = session.scope if session else call.scope
-    if not prompt and ":" in scope:
-        prompt = PRIMER.format(name=scope.split(":", 1)[1])
-    if not prompt:
-        return {}
-    return _context(call.event, _inject(call, prompt, session))
+        if source == "compact":
+            AgentSession.objects.filter(pk=session.pk).update(compacted_at=call.now)
+            session.compacted_at = call.now
+    made = delivery.session_brief(
+        owner=call.owner,
+        scope=session.scope if session else call.scope,
+        session=session,
+        now=call.now,
+        token_scopes=call.token.scopes,
+        source=source,
+    )
+    return _context(call.event, made.rendered)
 
 
 def on_user_prompt(call: HookCall) -> dict[str, Any]:
@@ -177,7 +167,14 @@ def on_user_prompt(call: HookCall) -> dict[str, Any]:
     if not isinstance(prompt, str) or not prompt.strip():
         return {}
     session = _session(call)
-    answer = _context(call.event, _inject(call, prompt, session))
+    made = delivery.prompt_deliver(
+        owner=call.owner,
+        prompt=prompt,
+        scope=session.scope if session else call.scope,
+        session=session,
+        now=call.now,
+        token_scopes=call.token.scopes,
+    )
     learning.prompt_capture(
         owner=call.owner,
         session=session,
@@ -186,7 +183,11 @@ def on_user_prompt(call: HookCall) -> dict[str, Any]:
         now=call.now,
         origin=call.payload.get("source"),
     )
-    return answer
+    if session is not None:
+        said, _ = redact_secrets(prompt[:MAX_PROMPT_CHARS])
+        kept = [*(session.prompts or [])[-(MAX_PROMPTS - 1) :], said]
+        AgentSession.objects.filter(pk=session.pk).update(prompts=kept)
+    return _context(call.event, made.rendered)
 
 
 def _tool_text(value: Any) -> str:
@@ -222,6 +223,7 @@ _reminder_cache: dict[int, tuple[float, list[Reminder]]] = {}
 
 def reminder_cache_clear() -> None:
     _reminder_cache.clear()
+    delivery.cache_clear()
 
 
 def _owner_reminders(owner_id: int) -> list[Reminder]:
@@ -288,8 +290,17 @@ def _reminders(call: HookCall, scope: str) -> dict[str, Any]:
 
 
 def on_pre_tool_use(call: HookCall) -> dict[str, Any]:
+    """Error → fix lessons and reminders whose trigger fires for this input, once a session."""
     session = _session(call)
-    return _reminders(call, session.scope if session else call.scope)
+    made = delivery.tool_deliver(
+        owner=call.owner,
+        tool_input=_tool_text(call.payload.get("tool_input")),
+        scope=session.scope if session else call.scope,
+        session=session,
+        now=call.now,
+        token_scopes=call.token.scopes,
+    )
+    return _context(call.event, made.rendered)
 
 
 def on_post_tool_use(call: HookCall) -> dict[str, Any]:

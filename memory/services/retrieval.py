@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -30,6 +30,7 @@ from memory.models import (
 )
 from memory.search import legs as search
 from memory.services.consider import consider_extend
+from memory.services.injections import access_record
 from memory.strength import effective_strengths
 from memory.validation import GLOBAL_SCOPE
 
@@ -325,94 +326,6 @@ def _contradictions(owner: Any, rows: Mapping[int, Any]) -> list[tuple[str, str]
     return pairs
 
 
-def _access(
-    *,
-    owner: Any,
-    session: AgentSession,
-    picks: Sequence[tuple[int, str, int, float, int]],
-    rs_eff: dict[int, float],
-    query: str,
-    now: datetime,
-    injected: bool,
-) -> None:
-    """Record (pk, bucket, rank, score, tokens) picks and apply the access rule, 1 round trip.
-
-    frequency += 1 and re-anchor at the current effective RS (no bump); an injection also counts
-    injections += 1, and surfaced += 1 in the main buckets.
-    """
-    if not picks:
-        return
-    owner_id = getattr(owner, "pk", owner)
-    when = connection.ops.adapt_datetimefield_value(now)
-    text = query[:2000]
-    rows = [
-        (owner_id, session.pk, pk, bucket, rank, score, tokens, text, when)
-        for pk, bucket, rank, score, tokens in picks
-    ]
-    touched: dict[int, tuple[float, int]] = {}
-    for pk, bucket, _, _, _ in picks:
-        main = injected and bucket in (Injection.Bucket.CONSTRAINT, Injection.Bucket.DIRECTIVE)
-        previous = touched.get(pk, (0.0, 0))[1]
-        touched[pk] = (min(1.0, max(0.0, rs_eff[pk])), max(previous, int(main)))
-    own_transaction = not connection.in_atomic_block
-    # Raw SQL: the ORM's statement building costs more than the database work on this path.
-    statements = [
-        (
-            "INSERT INTO memory_injection (owner_id, session_id, engram_id, bucket, rank, "
-            "score, tokens, query, created_at) VALUES "
-            + ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(rows)),
-            [value for row in rows for value in row],
-        ),
-        _touch(touched, injected=injected, now=now),
-    ]
-    if connection.vendor == "postgresql":
-        # Lock the engram rows in primary-key order before the UPDATE (whose join locks them in
-        # plan order): concurrent injects, and attribution, which updates engrams in the same
-        # order, then never wait on each other in a cycle (a deadlock found by bench/load.py).
-        ids = sorted(touched)
-        statements.insert(
-            1,
-            (
-                "SELECT id FROM memory_engram WHERE id IN ("
-                + ", ".join(["%s"] * len(ids))
-                + ") ORDER BY id FOR NO KEY UPDATE",
-                ids,
-            ),
-        )
-    with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            for sql, params in statements:
-                cursor.execute(sql, params)
-            return
-        sqls = [sql for sql, _ in statements]
-        if own_transaction:
-            # Access bookkeeping may lose its last few milliseconds in a crash; waiting for the
-            # WAL flush would be the largest single cost of the hot path. Never set inside a
-            # caller's transaction, whose commit would inherit it.
-            sqls.insert(0, "SET LOCAL synchronous_commit TO OFF")
-        # One round trip for all of them (client-side parameter binding allows several
-        # statements in one query).
-        cursor.execute("; ".join(sqls), [value for _, params in statements for value in params])
-
-
-def _touch(
-    touched: dict[int, tuple[float, int]], *, injected: bool, now: datetime
-) -> tuple[str, list[Any]]:
-    """One UPDATE for all accessed engrams: pk -> (new stored RS, surfaced increment)."""
-    # bulk_update's per-row CASE expressions cost ~40 ms of Python for 15 rows.
-    when = connection.ops.adapt_datetimefield_value(now)
-    values = " UNION ALL ".join(["SELECT %s AS id, %s AS rs, %s AS main"] * len(touched))
-    params: list[Any] = [1 if injected else 0, when, when]
-    for pk, (rs, main) in sorted(touched.items()):
-        params.extend([pk, rs, main])
-    sql = (
-        "UPDATE memory_engram SET frequency = frequency + 1, injections = injections + %s, "
-        "surfaced = surfaced + v.main, last_accessed = %s, rs_anchor_at = %s, "
-        f"retrieval_strength = v.rs FROM ({values}) AS v WHERE memory_engram.id = v.id"
-    )
-    return sql, params
-
-
 # --- recall ---------------------------------------------------------------------------------
 
 
@@ -558,7 +471,7 @@ def recall(
     ]
     results = results[:limit]
     if session is not None:
-        _access(
+        access_record(
             owner=owner,
             session=session,
             picks=[
@@ -784,7 +697,7 @@ def inject(
         picks = [
             (pk_of[p.id], BUCKET_OF[p.bucket], p.rank, p.score, p.tokens) for p in selection.items
         ]
-        _access(
+        access_record(
             owner=owner,
             session=session,
             picks=picks,

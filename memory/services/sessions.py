@@ -254,13 +254,15 @@ def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
         .order_by("created_at")
         .values_list("tool_input", flat=True)
     )
-    # What the session was about, for "irrelevant": its prompts (the injections' queries).
+    # What the session was about, for "irrelevant": its prompts (the injections' queries, and
+    # those the hooks kept, most of which inject nothing).
     prompts = sorted(
         set(
             Injection.objects.filter(session=session)
             .exclude(query="")
             .values_list("query", flat=True)
         )
+        | {p for p in session.prompts or [] if isinstance(p, str)}
     )
     # The LLM judge (one call, outside the transaction); {} means the heuristic decides.
     judged = session_judge(

@@ -121,7 +121,10 @@ def test_a_whole_session_replayed_in_order(
     api: Client, seeded: dict[str, str], django_capture_on_commit_callbacks: Any
 ) -> None:
     start = hook(api, payload("SessionStart.startup.json")).json()
-    assert seeded["myrepo"] in start["hookSpecificOutput"]["additionalContext"]
+    brief = start["hookSpecificOutput"]["additionalContext"]
+    # The brief: every rule the user stated for this project and globally, the project's first.
+    assert all(seeded[key] in brief for key in ("myrepo", "enum", "gh"))
+    assert brief.index(seeded["enum"]) < brief.index(seeded["gh"])
     session = AgentSession.objects.get(session_id=SESSION)
     assert (session.scope, session.agent, session.cwd) == (
         "project:myrepo",
@@ -129,9 +132,8 @@ def test_a_whole_session_replayed_in_order(
         "/home/dev/myrepo",
     )
 
-    prompt = hook(api, payload("UserPromptSubmit.json")).json()
-    context = prompt["hookSpecificOutput"]["additionalContext"]
-    assert seeded["enum"] in context
+    # The prompt is about the enum rule, which the brief has already delivered: nothing again.
+    assert hook(api, payload("UserPromptSubmit.json")).json() == {}
     assert Injection.objects.filter(session=session, engram__engram_id=seeded["enum"]).exists()
 
     reminder = hook(api, payload("PreToolUse.Bash.json")).json()
@@ -166,7 +168,7 @@ def test_a_whole_session_replayed_in_order(
     assert hook(api, payload("SubagentStop.json")).json() == {}
     assert hook(api, payload("PreCompact.json")).json() == {}
     compact = hook(api, payload("SessionStart.compact.json")).json()
-    assert seeded["enum"] in compact["hookSpecificOutput"]["additionalContext"]  # last prompt
+    assert seeded["enum"] in compact["hookSpecificOutput"]["additionalContext"]  # the brief again
     with django_capture_on_commit_callbacks() as callbacks:
         assert hook(api, payload("SessionEnd.json")).json() == {}
     assert sorted(c.task_name for c in callbacks) == [
@@ -300,7 +302,7 @@ def test_every_fixture_through_the_command_client(live_server: Any, owner: Any) 
         assert_documented_shape(event, answer)
         if answer:
             answered.add(event)
-    assert "UserPromptSubmit" in answered  # the enum lesson reached the prompt
+    assert "SessionStart" in answered  # the enum rule reached the agent in the brief
     assert Observation.objects.filter(session__session_id=SESSION).count() == 3
 
 

@@ -61,7 +61,8 @@ def test_a_rule_stated_in_one_session_is_injected_in_the_next(api: Client) -> No
     dont = Engram.objects.get(statement="Don't use npm here.")
     assert dont.polarity == "dont"
     assert dont.extra["anti_pattern"] == "use npm here"
-    answer = say(api, "Should I use pnpm to add the date library?", session="s2")
+    # The next session's brief carries the project's standing rules (issue #25).
+    answer = hook(api, "SessionStart", "s2", source="startup")
     assert "Always use pnpm in this repo." in answer["hookSpecificOutput"]["additionalContext"]
 
 

@@ -115,7 +115,7 @@ def test_inject_locks_engram_rows_in_key_order(owner: Any) -> None:
     deadlock: while the lowest row is held elsewhere, an inject waiting for it holds no other."""
     import psycopg
 
-    from memory.services import retrieval
+    from memory.services.injections import access_record
     from tests.memory.helpers import make_engram
 
     low, high = make_engram(owner), make_engram(owner)
@@ -139,7 +139,7 @@ def test_inject_locks_engram_rows_in_key_order(owner: Any) -> None:
                     "SET enable_nestloop = off; SET enable_mergejoin = off; "
                     "SET enable_indexscan = off; SET enable_bitmapscan = off"
                 )
-            retrieval._access(
+            access_record(
                 owner=owner,
                 session=session,
                 picks=[(high.pk, "directive", 1, 0.9, 10), (low.pk, "directive", 2, 0.8, 10)],

@@ -1,0 +1,218 @@
+"""What the hooks deliver and when (DESIGN v3 "Delivery (hooks)"), as pure functions.
+
+- SessionStart brief: the project's standing rules, one line each, within BRIEF_TOKENS, and a
+  closing line that counts the rest.
+- UserPromptSubmit: an engram passes only with evidence a single shared common word cannot
+  give: the share of its salient terms the prompt covers, each term weighted by how specific it
+  is in the owner's memory (BM25's idf over the active engrams), at least MIN_SHARED terms.
+- PreToolUse: the trigger of an error → fix lesson, from the command that failed.
+
+No Django: plain strings, counts and frozen dataclasses in and out.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from memory.maths.attribution import STOP_WORDS
+from memory.maths.ranking import clip_statement, render_line
+from memory.maths.textnorm import estimate_tokens
+
+BRIEF_TOKENS = 800
+BRIEF_HEADER = (
+    "## Engram: standing rules for this project\n"
+    "Stated by the user in earlier sessions. Name an id when one helped or misled.\n"
+)
+BRIEF_MORE = (
+    "- …and {n} more standing rule{s}: see `GET /api/v1/engrams?scope={scope}&status=active` "
+    "or the dashboard's Engrams page."
+)
+BRIEF_LINE_CHARS = 240  # a standing rule is a sentence; longer ones are cut with an ellipsis
+
+# The quiet prompt path. Calibrated by bench/delivery.py on the coding-prompts dev split (see
+# docs/benchmarks.md, issue #25): the share of an engram's salient-term weight the prompt must
+# cover, and how many of its terms it must share (one shared word is never enough).
+COVERAGE_FLOOR = 0.5
+MIN_SHARED = 2
+PROMPT_MAX_ITEMS = 3
+PROMPT_TERMS_CHARS = 2000  # the lexical leg reads as much of a prompt
+PROMPT_HEADER = "## Engram memory\nRelevant to this prompt; name an id if it helped or misled.\n"
+TOOL_HEADER = "Engram, for this tool call:\n"
+
+_TERM = re.compile(r"[a-z0-9][a-z0-9_.+#/-]*")
+_EDGE = "._/-+#"
+_CODE_SPAN = re.compile(r"`([^`\n]{1,200})`")
+_FLAG = re.compile(r"^--?[A-Za-z][\w-]*$")
+_WORD = re.compile(r"^[a-z][a-z0-9_-]*$")
+MAX_TRIGGER_WORDS = 4
+
+
+def _stem(word: str) -> str:
+    # Plurals only: "tests" and "test" are one term; anything cleverer costs precision.
+    if len(word) > 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def terms(text: str) -> frozenset[str]:
+    """The salient terms of a text: lowercased tokens, stop words and 1-2 letter words out."""
+    out: set[str] = set()
+    for token in _TERM.findall(text.lower()):
+        word = token.strip(_EDGE)
+        if len(word) < 3 or word in STOP_WORDS or word.isdigit():
+            continue
+        out.add(_stem(word))
+    return frozenset(out)
+
+
+def idf(df: int, n: int) -> float:
+    """BM25's idf, ln(1 + (n - df + 0.5)/(df + 0.5)), ≥ 0; a term unseen so far counts df 0."""
+    df = max(0, min(df, n))
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why an engram is relevant to a prompt: the shared terms and the weight they carry."""
+
+    shared: tuple[str, ...]
+    coverage: float  # Σ idf(shared) / Σ idf(engram terms), in [0, 1]
+    weight: float  # Σ idf(shared)
+
+    def admitted(self, *, floor: float = COVERAGE_FLOOR, min_shared: int = MIN_SHARED) -> bool:
+        return len(self.shared) >= min_shared and self.coverage >= floor
+
+    def parts(self) -> dict[str, object]:
+        return {
+            "shared": list(self.shared),
+            "coverage": round(self.coverage, 3),
+            "weight": round(self.weight, 3),
+        }
+
+
+def evidence(
+    prompt_terms: frozenset[str],
+    engram_terms: frozenset[str],
+    df: Mapping[str, int],
+    n: int,
+) -> Evidence:
+    """The share of the engram's term weight that the prompt covers (idf from df over n docs)."""
+    if not engram_terms:
+        return Evidence((), 0.0, 0.0)
+    weights = {t: idf(df.get(t, 0), n) for t in engram_terms}
+    total = math.fsum(weights.values())
+    shared = sorted(engram_terms & prompt_terms, key=lambda t: (-weights[t], t))
+    weight = math.fsum(weights[t] for t in shared)
+    return Evidence(tuple(shared), weight / total if total > 0 else 0.0, weight)
+
+
+def document_frequencies(documents: Iterable[frozenset[str]]) -> tuple[dict[str, int], int]:
+    """(term → number of documents holding it, number of documents)."""
+    df: dict[str, int] = {}
+    n = 0
+    for doc in documents:
+        n += 1
+        for term in doc:
+            df[term] = df.get(term, 0) + 1
+    return df, n
+
+
+@dataclass(frozen=True)
+class BriefItem:
+    id: str
+    statement: str
+    escalation: str = "advisory"
+
+
+@dataclass(frozen=True)
+class Brief:
+    """The rendered brief, the ids it shows (in order) and how many did not fit."""
+
+    rendered: str
+    shown: tuple[str, ...]
+    more: int
+    tokens: tuple[int, ...]  # per shown line
+
+
+def brief(
+    items: Sequence[BriefItem],
+    *,
+    scope: str,
+    budget_tokens: int = BRIEF_TOKENS,
+    total: int | None = None,
+) -> Brief:
+    """Items in the caller's order (strongest first), one line each, within budget_tokens with
+    the header and the closing "n more" line ("n" out of `total` when the caller read only the
+    first items); "" when there are none."""
+    if not items:
+        return Brief("", (), 0, ())
+    total = max(total or 0, len(items))
+    room = budget_tokens - estimate_tokens(BRIEF_HEADER)
+    # Keep room for the closing line whenever something might not fit.
+    reserve = estimate_tokens(BRIEF_MORE.format(n=total, s="s", scope=scope) + "\n")
+    lines: list[str] = []
+    shown: list[str] = []
+    tokens: list[int] = []
+    for index, item in enumerate(items):
+        line = render_line(
+            item.id, clip_statement(item.statement, BRIEF_LINE_CHARS), item.escalation
+        )
+        cost = estimate_tokens(line + "\n")
+        last = index == total - 1
+        if cost > room - (0 if last else reserve):
+            break
+        lines.append(line)
+        shown.append(item.id)
+        tokens.append(cost)
+        room -= cost
+    more = total - len(shown)
+    if more:
+        lines.append(BRIEF_MORE.format(n=more, s="" if more == 1 else "s", scope=scope))
+    if not shown and not more:
+        return Brief("", (), 0, ())
+    return Brief(BRIEF_HEADER + "\n".join(lines) + "\n", tuple(shown), more, tuple(tokens))
+
+
+def render_prompt(lines: Sequence[tuple[str, str, str]]) -> str:
+    """(id, statement, escalation) as the prompt path's block; "" when empty."""
+    if not lines:
+        return ""
+    body = "\n".join(render_line(eid, clip_statement(s), esc) for eid, s, esc in lines)
+    return PROMPT_HEADER + body + "\n"
+
+
+def failed_command(anti_pattern: str) -> str:
+    """The command an error → fix lesson warns against: its first `code span`, else the text."""
+    match = _CODE_SPAN.search(anti_pattern)
+    return (match.group(1) if match else anti_pattern).strip()
+
+
+def tool_trigger(command: str) -> str:
+    """A reminder trigger for a failed command: its program, subcommand and flags, up to the
+    first path or value ("git add -A", "grep -r", "pytest"); "" when there is none.
+
+    The tool-input matcher needs every trigger word as a whole token, so paths and values
+    (which change from run to run) are left out.
+    """
+    words: list[str] = []
+    seen_flag = False
+    for raw in command.split():
+        word = raw.strip("'\"")
+        if not words:
+            program = word.rsplit("/", 1)[-1]
+            if not program or not _WORD.match(program.lower()):
+                return ""
+            words.append(program.lower())
+        elif _FLAG.match(word):
+            words.append(word.lower())
+            seen_flag = True
+        elif not seen_flag and _WORD.match(word) and len(words) == 1:
+            words.append(word)  # a subcommand: "git add", "npm install"
+        else:
+            break
+        if len(words) >= MAX_TRIGGER_WORDS:
+            break
+    return " ".join(words)

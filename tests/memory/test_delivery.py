@@ -1,0 +1,273 @@
+"""What the hooks deliver and when (issue #25): the SessionStart brief, the quiet prompt path,
+error → fix lessons at tool time, bad input, and the evidence on the session page."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from memory.maths import delivery as maths
+from memory.models import AgentSession, Engram, Injection
+from memory.services import learning
+
+URL = "/api/v1/hooks/claude-code"
+CWD = "/home/dev/shop"
+
+
+def hook(api: Client, event: str, session: str = "s1", **fields: Any) -> dict[str, Any]:
+    body = {"hook_event_name": event, "session_id": session, "cwd": CWD, **fields}
+    response = api.post(URL, body, content_type="application/json")
+    assert response.status_code == HTTPStatus.OK, response.content
+    return dict(response.json())
+
+
+def context(answer: dict[str, Any]) -> str:
+    return str(answer.get("hookSpecificOutput", {}).get("additionalContext", ""))
+
+
+def learn(api: Client, statement: str, **fields: Any) -> str:
+    body = {"statement": statement, "scope": "project:shop", "source": "user", **fields}
+    response = api.post("/api/v1/engrams", body, content_type="application/json")
+    assert response.status_code in (HTTPStatus.OK, HTTPStatus.CREATED), response.content
+    return str(response.json()["engram"]["id"])
+
+
+# --- maths -----------------------------------------------------------------------------------
+
+
+def test_one_shared_common_word_is_no_evidence() -> None:
+    rule = maths.terms("Always run the alembic migrations with autogenerate before a release.")
+    df = {"release": 40, "alembic": 1, "migration": 2, "autogenerate": 1}
+    one_word = maths.evidence(maths.terms("prepare the release notes"), rule, df, 50)
+    assert one_word.shared == ("release",)
+    assert not one_word.admitted()
+    on_topic = maths.evidence(
+        maths.terms("add an alembic migration, autogenerate it"), rule, df, 50
+    )
+    assert set(on_topic.shared) == {"alembic", "migration", "autogenerate"}
+    assert on_topic.coverage > 0.8
+    assert on_topic.admitted()
+
+
+def test_specific_terms_weigh_more_than_common_ones() -> None:
+    assert maths.idf(1, 100) > maths.idf(50, 100) > 0
+    rule = frozenset({"pnpm", "package", "install"})
+    df = {"pnpm": 1, "package": 30, "install": 30}
+    common = maths.evidence(frozenset({"package", "install"}), rule, df, 60)
+    specific = maths.evidence(frozenset({"pnpm", "install"}), rule, df, 60)
+    assert specific.coverage > common.coverage
+
+
+def test_the_brief_stays_within_its_budget_and_counts_the_rest() -> None:
+    items = [maths.BriefItem(f"ENG-{i:03}", f"Rule number {i} " + "word " * 30) for i in range(40)]
+    made = maths.brief(items, scope="project:shop")
+    assert 0 < len(made.shown) < 40
+    assert made.more == 40 - len(made.shown)
+    assert f"{made.more} more standing rules" in made.rendered
+    assert len(made.rendered) / 4 <= maths.BRIEF_TOKENS
+    assert all(f"[{eid}]" in made.rendered for eid in made.shown)
+    assert maths.brief([], scope="global").rendered == ""
+
+
+@pytest.mark.parametrize(
+    ("command", "trigger"),
+    [
+        ("git add -A", "git add -a"),
+        ("grep -r TODO src/", "grep -r"),
+        ("pytest tests/test_x.py -q", "pytest"),
+        ("/usr/bin/npm install left-pad", "npm install"),
+        ("./run.sh", ""),
+    ],
+)
+def test_the_trigger_of_a_failed_command_is_its_program_subcommand_and_flags(
+    command: str, trigger: str
+) -> None:
+    assert maths.tool_trigger(command) == trigger
+
+
+# --- SessionStart ----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_correction_in_one_session_is_in_the_next_sessions_brief(api: Client) -> None:
+    """The newcomer case: the pnpm correction typed yesterday is a standing rule today."""
+    hook(api, "SessionStart", "day-1", source="startup")
+    hook(api, "UserPromptSubmit", "day-1", prompt="Install the test dependencies with npm")
+    hook(
+        api,
+        "UserPromptSubmit",
+        "day-1",
+        prompt="No, don't use npm here. We always use pnpm in this repo, never npm.",
+    )
+    hook(api, "Stop", "day-1")
+    learning.session_capture(session_pk=AgentSession.objects.get(session_id="day-1").pk)
+    rules = Engram.objects.filter(status="active", statement__icontains="pnpm")
+    assert [r.source for r in rules] == ["user"] * len(rules) and rules
+    rule = rules[0]
+
+    brief = context(hook(api, "SessionStart", "day-2", source="startup"))
+    assert f"[{rule.engram_id}]" in brief
+    assert "pnpm" in brief
+    # Delivered once: the next prompt does not repeat it.
+    assert hook(api, "UserPromptSubmit", "day-2", prompt="Add the lodash dependency") == {}
+    shown = Injection.objects.get(session__session_id="day-2", engram=rule)
+    assert shown.bucket == "brief"
+    assert shown.evidence["brief"] == "startup"
+
+
+@pytest.mark.django_db
+def test_the_brief_holds_only_stated_rules_of_this_project_and_global(api: Client) -> None:
+    mine = learn(api, "Use pnpm for every package install in this repo.")
+    everywhere = learn(api, "Write commit messages in the imperative mood.", scope="global")
+    elsewhere = learn(api, "Use yarn workspaces.", scope="project:other")
+    inferred = learn(api, "The build cache lives in .turbo.", source="agent")
+    Engram.objects.filter(engram_id=inferred).update(status="active")
+    brief = context(hook(api, "SessionStart", source="startup"))
+    assert brief.index(mine) < brief.index(everywhere)
+    assert elsewhere not in brief
+    assert inferred not in brief
+
+
+@pytest.mark.django_db
+def test_the_brief_comes_again_after_compaction_and_so_may_prompt_rules(api: Client) -> None:
+    rule = learn(api, "Run alembic migrations with autogenerate, never by hand.", source="agent")
+    Engram.objects.filter(engram_id=rule).update(status="active")
+    prompt = "write the alembic migration for orders with autogenerate"
+    assert hook(api, "SessionStart", source="startup") == {}  # inferred: not in the brief
+    assert rule in context(hook(api, "UserPromptSubmit", prompt=prompt))
+    assert hook(api, "UserPromptSubmit", prompt=prompt) == {}  # once is enough
+    hook(api, "SessionStart", source="compact")
+    assert rule in context(hook(api, "UserPromptSubmit", prompt=prompt))  # context was lost
+
+
+@pytest.mark.django_db
+def test_an_unknown_session_start_source_gets_the_brief(api: Client) -> None:
+    rule = learn(api, "Use pnpm for every package install in this repo.")
+    assert rule in context(hook(api, "SessionStart", source="teleport"))
+    assert rule in context(hook(api, "SessionStart", "s2"))  # no source at all
+
+
+# --- UserPromptSubmit ------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_most_prompts_get_nothing(api: Client) -> None:
+    rule = learn(
+        api, "Store every timestamp in UTC in the orders database.", source="agent", tags=["tz"]
+    )
+    Engram.objects.filter(engram_id=rule).update(status="active")
+    for prompt in (
+        "fix the typo in the README",
+        "why does the orders page load slowly?",  # one shared word
+        "looks good, thanks",
+    ):
+        assert hook(api, "UserPromptSubmit", prompt=prompt) == {}, prompt
+    answer = context(hook(api, "UserPromptSubmit", prompt="store the order timestamps in UTC"))
+    assert rule in answer
+    shown = Injection.objects.get(engram__engram_id=rule)
+    assert shown.evidence["prompt"]["coverage"] >= maths.COVERAGE_FLOOR
+    assert "utc" in shown.evidence["prompt"]["shared"]
+
+
+@pytest.mark.django_db
+def test_an_escalated_rule_may_come_again(api: Client) -> None:
+    rule = learn(api, "Never push to main without a review.")
+    Engram.objects.filter(engram_id=rule).update(enforcement="emphasised")
+    prompt = "push the fix to main now, skip the review"
+    assert rule in context(hook(api, "SessionStart", source="startup"))
+    assert rule in context(hook(api, "UserPromptSubmit", prompt=prompt))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "",
+        "   ",
+        "pnpm install " * 90_000,  # ~1 MB
+        'Traceback (most recent call last):\n  File "/app/orders/models.py", line 12, in save\n'
+        "    raise ValueError('bad timestamp')\nValueError: bad timestamp\n" * 20,
+    ],
+    ids=["empty", "blank", "one-megabyte", "stack-trace"],
+)
+def test_bad_prompts_get_a_quiet_200(api: Client, prompt: str) -> None:
+    learn(api, "Use pnpm for every package install in this repo.")
+    hook(api, "SessionStart", source="startup")
+    before = Injection.objects.count()
+    assert hook(api, "UserPromptSubmit", prompt=prompt) == {}
+    assert Injection.objects.count() == before
+
+
+# --- PreToolUse ------------------------------------------------------------------------------
+
+
+def fail_then_fix(api: Client, session: str) -> None:
+    hook(
+        api,
+        "PostToolUseFailure",
+        session,
+        tool_name="Bash",
+        tool_input={"command": "pytest tests/test_orders.py"},
+        error="pytest: command not found",
+    )
+    hook(
+        api,
+        "PostToolUse",
+        session,
+        tool_name="Bash",
+        tool_input={"command": ".venv/bin/pytest tests/test_orders.py"},
+        tool_response={"stdout": "3 passed"},
+    )
+    hook(api, "Stop", session)
+    learning.session_capture(session_pk=AgentSession.objects.get(session_id=session).pk)
+
+
+@pytest.mark.django_db
+def test_a_recurring_failing_command_gets_its_fix_before_it_runs_again(api: Client) -> None:
+    fail_then_fix(api, "monday")
+    fail_then_fix(api, "tuesday")
+    lesson = Engram.objects.get()
+    assert lesson.derivation_count == 2
+    tool = {"tool_name": "Bash", "tool_input": {"command": "pytest tests/test_users.py -x"}}
+    answer = context(hook(api, "PreToolUse", "wednesday", **tool))
+    assert f"[{lesson.engram_id}]" in answer
+    assert ".venv/bin/pytest" in answer
+    assert len(answer.splitlines()) == 2  # the header and one line
+    assert hook(api, "PreToolUse", "wednesday", **tool) == {}  # once per session
+    shown = Injection.objects.get(session__session_id="wednesday")
+    assert (shown.bucket, shown.evidence["tool"]) == (
+        "reminder",
+        {"trigger": "pytest", "kind": "fix"},
+    )
+    # The command that worked, and unrelated commands, get nothing.
+    fixed = {"tool_name": "Bash", "tool_input": {"command": ".venv/bin/pytest -x"}}
+    assert hook(api, "PreToolUse", "thursday", **fixed) == {}
+    assert hook(api, "PreToolUse", "thursday", tool_name="Bash", tool_input={"command": "ls"}) == {}
+
+
+@pytest.mark.django_db
+def test_a_one_off_failure_is_not_delivered(api: Client) -> None:
+    fail_then_fix(api, "monday")
+    tool = {"tool_name": "Bash", "tool_input": {"command": "pytest tests/test_users.py"}}
+    assert hook(api, "PreToolUse", "tuesday", **tool) == {}
+
+
+# --- the session page ------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_session_page_shows_what_was_delivered_and_why(
+    api: Client, owner: Any, client: Client
+) -> None:
+    rule = learn(api, "Store every timestamp in UTC in the orders database.", source="agent")
+    Engram.objects.filter(engram_id=rule).update(status="active")
+    hook(api, "UserPromptSubmit", prompt="store the order timestamps in UTC")
+    client.force_login(owner)
+    session = AgentSession.objects.get()
+    page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert rule in page
+    assert "store the order timestamps in UTC" in page
+    assert "coverage" in page and "utc" in page
