@@ -184,6 +184,11 @@ def render_prompt(lines: Sequence[tuple[str, str, str]]) -> str:
     return PROMPT_HEADER + body + "\n"
 
 
+def code_spans(text: str) -> list[str]:
+    """Every `code span` of a text, in order."""
+    return [match.group(1) for match in _CODE_SPAN.finditer(text)]
+
+
 def failed_command(anti_pattern: str) -> str:
     """The command an error → fix lesson warns against: its first `code span`, else the text."""
     match = _CODE_SPAN.search(anti_pattern)

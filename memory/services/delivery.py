@@ -429,8 +429,10 @@ _tool_cache: dict[int, tuple[float, list[ToolLesson]]] = {}
 
 def _fixed_marker(statement: str, failed: str) -> str:
     """The first word of the command that worked which the failed one lacks ("" if none): an
-    input holding it is already the fix. "For Bash: use `X` instead of `Y` …": X worked."""
-    fixed = maths.failed_command(statement) if "`" in statement else ""
+    input holding it is already the fix: the last code span of the statement that is not the
+    failed command ("When `Y` is not found, run … `X`." and "use `X` instead of `Y`": X worked)."""
+    spans = [span for span in maths.code_spans(statement) if span.strip() != failed.strip()]
+    fixed = spans[-1] if spans else ""
     before = set(failed.split())
     return next((word for word in fixed.split() if word not in before), "")
 

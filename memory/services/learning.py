@@ -349,7 +349,8 @@ def _heuristic(signal: LearningSignal) -> list[Sourced]:
             polarity="do",
             tier=learning.TIER_INFERRED,
             type="procedural",
-            anti_pattern=learning.anti_pattern_of(statement),
+            # What the lesson warns about: PreToolUse delivers it when that command runs again.
+            anti_pattern=learning.failed_of(statement) or learning.anti_pattern_of(statement),
             tags=learning.tags_of(statement),
             rationale=statement,
         )

@@ -213,6 +213,16 @@ def lesson(tool: str, failed: str, fixed: str, output: str) -> tuple[str, str]:
     return f"When `{failed_shape}` fails{said}, run `{fixed_shape}` instead.", key
 
 
+_FAILED_OF = re.compile(r"^When `([^`]+)`")
+
+
+def failed_of(statement: str) -> str:
+    """The command (or program) an error → fix lesson worded by `lesson` warns about: the code
+    span after its leading "When", or "" for any other statement."""
+    match = _FAILED_OF.match(statement)
+    return match.group(1) if match else ""
+
+
 def _not_an_error(output: str) -> bool:
     return is_report(output) or is_blocked(output) or bool(_NOT_ITS_ERROR.search(output[:2_000]))
 
