@@ -49,6 +49,7 @@ from memory.models import Engram, Event, Injection, Outcome, ReviewItem
 from memory.services import llm
 from memory.services.engrams import engram_retire, engram_update
 from memory.services.events import event_record
+from memory.services.review_queue import archive_stale
 
 REJECTED_MEMORY_DAYS = 30
 RECOUNT_OUTCOMES = 5
@@ -110,9 +111,15 @@ class Proposal:
 
 
 def maintain_all(*, now: datetime | None = None) -> dict[str, int]:
-    """Run maintenance for every owner with engrams; what each made, by username."""
+    """The daily job for every owner with engrams: archive the candidates 30 days without
+    recurrence or a decision (review_queue.archive_stale), then maintenance; the proposals
+    each owner got, by username."""
     owners = get_user_model().objects.filter(engram__isnull=False).distinct()
-    return {owner.get_username(): len(maintain(owner=owner, now=now)) for owner in owners}
+    made: dict[str, int] = {}
+    for owner in owners:
+        archive_stale(owner=owner, now=now)
+        made[owner.get_username()] = len(maintain(owner=owner, now=now))
+    return made
 
 
 def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:

@@ -25,6 +25,8 @@ ACTION_LABELS = {
     "retire": "Retire",
     "write": "Write abstract",
     "dismiss": "Dismiss",
+    "one_off": "It was a one-off",
+    "wrong": "Wrong",
 }
 # Shortcut keys per action (see static/js/engram.js and the shortcuts dialog).
 ACTION_KEYS = {
@@ -42,6 +44,8 @@ ACTION_KEYS = {
     "retire": "r",
     "write": "e",
     "dismiss": "r",
+    "one_off": "o",
+    "wrong": "w",
 }
 PAST = {
     "approve": "Approved",
@@ -58,6 +62,8 @@ PAST = {
     "retire": "Retired",
     "write": "Wrote the abstract",
     "dismiss": "Dismissed",
+    "one_off": "A one-off: retired, and not captured again",
+    "wrong": "Wrong: retired, and not captured again",
 }
 
 
