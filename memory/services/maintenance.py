@@ -64,7 +64,7 @@ EVIDENCE_QUOTES = 3
 # (Noise: ≥ 5 outcomes at effectiveness < 0.5), and only when it is almost never followed.
 USER_RETIRE_MIN_OUTCOMES = 15
 USER_RETIRE_MAX_EFFECTIVENESS = 0.1
-USER_SOURCES = frozenset({"user", "person"})
+USER_SOURCES = selectors.USER_SOURCES
 NOT_A_LESSON = "not_a_lesson"
 # lesson_check's verdict when it finds no rule marker (tests pin both readings of it).
 NO_MARKER_REASON = "a one-off request or remark, not a standing rule"

@@ -7,6 +7,7 @@ from typing import Any
 from django import template
 
 from memory.models import LifecycleEvent
+from memory.selectors import USER_SOURCES
 
 register = template.Library()
 
@@ -70,6 +71,12 @@ PAST = {
 @register.filter
 def action_label(action: str) -> str:
     return ACTION_LABELS.get(action, action.replace("_", " ").capitalize())
+
+
+@register.filter
+def said_by(engram: Any) -> str:
+    """ "you" for what a person said (selectors.USER_SOURCES), else "learned"."""
+    return "you" if getattr(engram, "source", "") in USER_SOURCES else "learned"
 
 
 @register.filter

@@ -226,3 +226,32 @@ def test_restore_over_rest_and_its_refusals(owner: Any, api: Client, other_api: 
     ok = api.post(f"/api/v1/review/{old.pk}/restore")
     assert ok.status_code == HTTPStatus.OK and ok.json()["state"] == "pending"
     assert api.post("/api/v1/review/999999/restore").status_code == HTTPStatus.NOT_FOUND
+
+
+# --- the engram list: who said it, tier, status, scope, provenance ---------------------------
+
+
+def test_the_engram_list_filters_by_who_said_it_tier_status_and_scope(
+    owner: Any, logged_in: Client
+) -> None:
+    yours = dd.engram(owner, "Stage files by name before git commit", source="user")
+    Engram.objects.filter(pk=yours.pk).update(extra={"learning": {"tier": "A"}})
+    learned = dd.engram(owner, "Run the linter before pushing", source="agent", scope="project:x")
+    Engram.objects.filter(pk=learned.pk).update(extra={"learning": {"tier": "C"}})
+    imported = dd.engram(owner, "Pin the Postgres image", source="import", status="candidate")
+
+    def ids(query: str) -> set[str]:
+        html = logged_in.get(f"/engrams/?{query}").content.decode()
+        return set(re.findall(r"ENG-2026-0101-\d{4}", html))
+
+    assert ids("who=you") == {yours.engram_id}
+    assert ids("who=learned") == {learned.engram_id, imported.engram_id}
+    assert ids("tier=C") == {learned.engram_id}
+    assert ids("tier=A&who=you") == {yours.engram_id}
+    assert ids("who=learned&status=candidate") == {imported.engram_id}
+    assert ids("who=learned&scope=project:x") == {learned.engram_id}
+    page = logged_in.get("/engrams/").content.decode()
+    assert "Provenance" in page and 'class="pill said-you">you<' in page
+    bad = logged_in.get("/engrams/?who=them&tier=Z")
+    assert bad.status_code == HTTPStatus.OK  # reported next to the fields, nothing filtered
+    assert "Select a valid choice" in bad.content.decode()
