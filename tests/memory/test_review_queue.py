@@ -255,3 +255,33 @@ def test_the_engram_list_filters_by_who_said_it_tier_status_and_scope(
     bad = logged_in.get("/engrams/?who=them&tier=Z")
     assert bad.status_code == HTTPStatus.OK  # reported next to the fields, nothing filtered
     assert "Select a valid choice" in bad.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_answers_and_restore_over_mcp(owner: Any, token: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    import anyio
+
+    from memory.integrations import mcp
+    from memory.models import ApiToken
+
+    old = aged(dd.candidate(owner, "An old candidate nobody decided"), 31)
+    fresh = dd.candidate(owner, "Check the staging logs in the grafana board")
+    review_queue.archive_stale(owner=owner)
+    server = mcp.build_server(ApiToken.authenticate(token))
+
+    def call(name: str, arguments: dict[str, Any]) -> Any:
+        async def run() -> Any:
+            return await server.call_tool(name, arguments)
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(anyio.run, run).result().structured_content
+
+    restored = call("review_restore", {"item_id": old.pk})
+    assert restored["state"] == "pending"
+    with pytest.raises(Exception, match="not_archived"):
+        call("review_restore", {"item_id": fresh.pk})
+    answered = call("review_decide", {"item_id": fresh.pk, "action": "wrong"})
+    assert answered["state"] == "done"
+    assert AnsweredText.objects.get(owner=owner).answer == "wrong"
