@@ -10,7 +10,14 @@ from django.utils import timezone
 
 from memory import validation as limits
 from memory.models import Engram, OwnerSettings
-from memory.selectors import QUADRANT_NAMES, RELEVANCE, SORTS, EngramQuery, EpisodeQuery
+from memory.selectors import (
+    QUADRANT_NAMES,
+    RELEVANCE,
+    SORTS,
+    WHO_CHOICES,
+    EngramQuery,
+    EpisodeQuery,
+)
 from memory.validation import SCOPE_RE
 
 SCOPE_PATTERN = re.compile(r"^(\*|global|(project|agent|command|space):[\w.\-/*]+)$")
@@ -53,10 +60,19 @@ class TokenForm(forms.Form):
         return scopes or ["*"]
 
 
+TIER_CHOICES = (
+    ("A", "A: an explicit instruction"),
+    ("B", "B: a correction"),
+    ("C", "C: inferred"),
+)
+
+
 class EngramFilterForm(forms.Form):
     """The engram list's search box, filters and sort (GET); bad values are reported, not used."""
 
     q = forms.CharField(required=False, max_length=500, label="Search")
+    who = forms.ChoiceField(required=False, choices=_blank(WHO_CHOICES), label="Said by")
+    tier = forms.ChoiceField(required=False, choices=_blank(TIER_CHOICES))
     status = forms.ChoiceField(required=False, choices=_blank(Engram.Status.choices))
     type = forms.ChoiceField(required=False, choices=_blank(Engram.Type.choices))
     scope = forms.CharField(required=False, max_length=200)
@@ -82,6 +98,8 @@ class EngramFilterForm(forms.Form):
         data = getattr(self, "cleaned_data", {})
         return EngramQuery(
             q=(data.get("q") or "").strip(),
+            who=data.get("who") or "",
+            tier=data.get("tier") or "",
             status=data.get("status") or "",
             type=data.get("type") or "",
             scope=data.get("scope") or "",

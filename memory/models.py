@@ -730,6 +730,24 @@ class ReviewItem(models.Model):
         return f"{self.kind} ({self.state})"
 
 
+class AnsweredText(models.Model):
+    """A statement answered "one-off" or "wrong" in review: capture does not take it again."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    content_hash = models.CharField(max_length=64)  # textnorm.content_hash of the statement
+    answer = models.CharField(max_length=10)  # one_off | wrong
+    statement = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["owner", "content_hash"], name="answered_text_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.answer}: {self.statement[:60]}"
+
+
 class Event(models.TextChoices):
     """Every lifecycle event name; `event_record` refuses any other (a typo is a bug, not a row)."""
 
@@ -765,6 +783,8 @@ class Event(models.TextChoices):
     LESSON_CAPTURED = "lesson_captured"
     LESSON_UNDONE = "lesson_undone"
     ENGRAM_RESTORED = "engram_restored"
+    REVIEW_ARCHIVED = "review_archived"
+    REVIEW_RESTORED = "review_restored"
 
 
 class LifecycleEvent(models.Model):

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import BooleanField, Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -268,9 +269,17 @@ SORTS: dict[str, tuple[str, bool, str, str]] = {
 }
 
 
+# Sources of what a person said (DESIGN: tier A/B capture, the dashboard, `source: user`);
+# everything else was learned by Engram or an agent.
+USER_SOURCES = frozenset({"user", "person"})
+WHO_CHOICES = (("you", "You said it"), ("learned", "Learned by Engram"))
+
+
 @dataclass(frozen=True)
 class EngramQuery:
     q: str = ""
+    who: str = ""  # you | learned (USER_SOURCES)
+    tier: str = ""  # A | B | C: how a captured lesson was said
     status: str = ""
     type: str = ""
     scope: str = ""
@@ -281,7 +290,19 @@ class EngramQuery:
 
     @property
     def filtered(self) -> bool:
-        return any((self.q, self.status, self.type, self.scope, self.band, self.quadrant, self.tag))
+        return any(
+            (
+                self.q,
+                self.who,
+                self.tier,
+                self.status,
+                self.type,
+                self.scope,
+                self.band,
+                self.quadrant,
+                self.tag,
+            )
+        )
 
 
 @dataclass
@@ -317,7 +338,13 @@ def engrams_filtered(
     domain, entities, contraindications), separators read as spaces, case ignored.
     """
     qs = base if base is not None else Engram.objects.for_owner(owner)
-    qs = qs.defer("embedding", "search_text", "extra")
+    qs = qs.defer("embedding", "search_text", "extra").annotate(tier=KT("extra__learning__tier"))
+    if query.who == "you":
+        qs = qs.filter(source__in=USER_SOURCES)
+    elif query.who == "learned":
+        qs = qs.exclude(source__in=USER_SOURCES)
+    if query.tier:
+        qs = qs.filter(extra__learning__tier=query.tier)
     if query.status:
         qs = qs.filter(status=query.status)
     else:

@@ -38,6 +38,7 @@ from memory.maths import activation
 from memory.models import AgentSession, ApiToken, Engram, OwnerSettings, ReviewItem
 from memory.services import embeddings, learning, listing, llm, review
 from memory.services import engrams as engram_services
+from memory.services import review_queue as queue
 from memory.services.episodes import episode_timeline
 from memory.status import projects_status
 from memory.strength import effective_strength
@@ -53,6 +54,8 @@ SECTIONS = {
     "review": "review",
     "review_decide": "review",
     "review_all": "review",
+    "review_archived": "review",
+    "review_restore": "review",
     "effectiveness": "effectiveness",
     "sessions": "sessions",
     "session_detail": "sessions",
@@ -317,13 +320,17 @@ def engram_action(request: HttpRequest, engram_id: str, action: str) -> HttpResp
 
 def _review_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     batch = review.review_batch(owner=request.user)
+    open_items = review.open_count(owner=request.user)
     context = {
         "batch": batch,
         "approval": review.approval_rate(owner=request.user),
         "actions": review.ACTIONS,
         "errors": {},
         "values": {},
-        "nav_review_open": review.open_count(owner=request.user),
+        "origins": queue.origins(batch.items),
+        "review_open": open_items,
+        "nav_review_open": open_items,
+        "archived_count": queue.archived_items(owner=request.user).count(),
     }
     context.update(extra)
     return context
@@ -381,6 +388,7 @@ def review_decide(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                 {
                     "item": item,
                     "actions": review.ACTIONS,
+                    "origins": queue.origins([item]),
                     "item_errors": errors,
                     "item_values": values,
                 },
@@ -413,6 +421,31 @@ def review_all(request: HtmxHttpRequest) -> HttpResponse:
     if request.htmx:
         return render(request, "memory/review.html#batch", _review_context(request))
     return redirect("memory:review")
+
+
+@require_GET
+@login_required
+def review_archived(request: HtmxHttpRequest) -> HttpResponse:
+    """Candidates archived after 30 days without recurrence or a decision; restorable."""
+    items = list(queue.archived_items(owner=request.user)[:200])
+    return _render(
+        request,
+        "memory/review_archived.html",
+        {"items": items, "origins": queue.origins(items)},
+    )
+
+
+@require_POST
+@login_required
+def review_restore(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    item = get_object_or_404(ReviewItem, pk=pk, owner=request.user)
+    try:
+        queue.review_restore(owner=request.user, item=item, actor=_actor(request))
+    except DomainError as exc:
+        messages.info(request, _error_fields(exc)[1])
+    else:
+        messages.success(request, "Back in the review queue.")
+    return redirect("memory:review_archived")
 
 
 # --- effectiveness ----------------------------------------------------------------------------

@@ -13,6 +13,8 @@ from memory.api.schemas import ErrorOut, InSchema
 from memory.errors import NotFound
 from memory.models import ApiToken, ReviewItem
 from memory.services import review as review_services
+from memory.services import review_queue as queue
+from memory.services.review_queue import Origin
 
 router = Router(auth=TokenAuth(), tags=["review"])
 
@@ -59,6 +61,11 @@ class ReviewItemOut(Schema):
     evidence: dict[str, Any]
     actions: list[str] = Field(description="What `decide` accepts for this item; defer first.")
     created_at: str
+    origin: dict[str, Any] | None = Field(
+        None,
+        description="Where the lesson came from: `where` (prompt, transcript, error_fix, "
+        "dialectic, import, agent), the `quote`, and the agent's `session` when known.",
+    )
 
 
 class ReviewFilters(InSchema):
@@ -105,9 +112,11 @@ def item_visible(token: ApiToken, item: ReviewItem) -> bool:
     return all(token.allows_scope(e.scope) for e in engrams)
 
 
-def item_dict(item: ReviewItem) -> dict[str, Any]:
+def item_dict(item: ReviewItem, origin: Origin | None = None) -> dict[str, Any]:
     payload = item.payload if isinstance(item.payload, dict) else {}
     proposed = {k: v for k, v in payload.items() if k != "evidence"}
+    if origin is None:
+        origin = queue.origins([item]).get(item.pk)
     return {
         "id": item.pk,
         "kind": item.kind,
@@ -119,6 +128,7 @@ def item_dict(item: ReviewItem) -> dict[str, Any]:
         "evidence": payload.get("evidence") or {},
         "actions": list(review_services.ACTIONS.get(item.kind, ("defer",))),
         "created_at": item.created_at.isoformat(),
+        "origin": origin.as_dict() if origin else None,
     }
 
 
@@ -142,7 +152,9 @@ def open_items(token: ApiToken, kind: str | None = None) -> list[ReviewItem]:
 )
 def review_list(request: HttpRequest, filters: Query[ReviewFilters]) -> dict[str, Any]:
     items = open_items(token_of(request), filters.kind)
-    return {"items": [item_dict(i) for i in items[: filters.limit]], "total": len(items)}
+    page = items[: filters.limit]
+    found = queue.origins(page)
+    return {"items": [item_dict(i, found.get(i.pk)) for i in page], "total": len(items)}
 
 
 @router.post(
@@ -188,3 +200,24 @@ def review_decide(request: HttpRequest, item_id: int, payload: DecideIn) -> dict
     )
     decided.refresh_from_db()
     return item_dict(decided)
+
+
+@router.post(
+    "/review/{item_id}/restore",
+    response={200: ReviewItemOut, **errors(404, 409)},
+    summary="Put an archived candidate back in the review queue",
+    description="Candidates that neither recur nor are decided within 30 days are archived by "
+    "the daily job; this restores one (409 `not_archived` for any other item).",
+)
+def review_restore(request: HttpRequest, item_id: int) -> dict[str, Any]:
+    token = token_of(request)
+    item = (
+        ReviewItem.objects.filter(owner=token.owner, pk=item_id)
+        .exclude(kind=ReviewItem.Kind.CALIBRATION)
+        .select_related("engram", "other")
+        .first()
+    )
+    if item is None or not item_visible(token, item):
+        raise NotFound("Review item")
+    restored = queue.review_restore(owner=token.owner, item=item, actor=actor_of(token))
+    return item_dict(restored)

@@ -341,6 +341,26 @@ def build_server(token: ApiToken) -> MCPServer:
 
     @server.tool()
     @_tool
+    def review_restore(item_id: int) -> dict[str, Any]:
+        """Put an archived candidate (30 days without recurrence or a decision) back in the
+        review queue, as the dashboard's Restore does."""
+        from memory.api.review import item_dict, item_visible
+        from memory.errors import NotFound
+        from memory.models import ReviewItem
+        from memory.services import review_queue
+
+        item = (
+            ReviewItem.objects.filter(owner=owner, pk=item_id)
+            .exclude(kind=ReviewItem.Kind.CALIBRATION)
+            .select_related("engram", "other")
+            .first()
+        )
+        if item is None or not item_visible(token, item):
+            raise NotFound("Review item")
+        return item_dict(review_queue.review_restore(owner=owner, item=item, actor=actor))
+
+    @server.tool()
+    @_tool
     def review_decide_all(action: Literal["approve", "defer"]) -> dict[str, Any]:
         """Approve or defer every undecided item of today's review batch that offers it."""
         from memory.services import review as review_services

@@ -171,3 +171,16 @@ def should_deescalate(
     if len(window_effectiveness) < windows:
         return False
     return all(value >= pre_escalation for value in window_effectiveness[-windows:])
+
+
+def should_escalate_further(
+    window_effectiveness: Sequence[float],
+    pre_escalation: float,
+    *,
+    windows: int = DEESCALATE_WINDOWS,
+) -> bool:
+    """True when the last 3 measurement windows (oldest first) are all below the pre-escalation
+    value: escalating did not help, so the next rung (reminder) is proposed."""
+    if len(window_effectiveness) < windows:
+        return False
+    return all(value < pre_escalation for value in window_effectiveness[-windows:])

@@ -36,6 +36,7 @@ from memory.services.engrams import engram_learn
 from memory.services.events import event_record
 from memory.services.jobs import job_enqueue
 from memory.services.llm import PRODUCER_HEURISTIC, PRODUCER_LLM, LlmUnavailable, configured
+from memory.services.review_queue import text_answered
 from memory.services.supersession import engram_restore
 from memory.services.supersession import review_kinds_register as review_kinds_register
 
@@ -534,6 +535,11 @@ def draft_write(
         created_at=now,
     )
     forced = forced or _session_count(signal.session_id) >= learning.MAX_DRAFTS_PER_SESSION
+    answered = text_answered(owner=owner, statement=draft.statement)
+    if answered:  # a person answered this text "one-off" or "wrong" in review
+        row.result, row.error = "rejected", f"answered_{answered}: not captured again"
+        row.save()
+        return row
     try:
         with transaction.atomic():
             result = engram_learn(

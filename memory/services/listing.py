@@ -86,7 +86,9 @@ def _ranked(
     statuses = [query.status] if query.status else list(RECALL_STATUSES)
     # Recall's pools grow with the limit (3x lexical, 2x dense): ask for this page and one more
     # row when nothing else narrows; otherwise for all it may return, then keep the filtered.
-    narrowed = bool(query.type or query.band or query.tag or query.quadrant)
+    narrowed = bool(
+        query.type or query.band or query.tag or query.quadrant or query.who or query.tier
+    )
     wanted = SEARCH_LIMIT if narrowed else min(SEARCH_LIMIT, start + limit + 1)
     hits = recall(
         owner=owner,

@@ -13,9 +13,17 @@ review item per engram with the change and its evidence:
 - Mostly irrelevant (share > 0.6 over at least 5 outcomes): narrower use, as contraindications
   (Claude; fallback: the salient words of the prompts it was judged irrelevant in).
 
+Before any of these, the statement must read as a lesson (`lesson_of`, built on the capture's
+`memory.maths.learning.lesson_check`); one that does not (assistant text, a question, a one-off
+task) gets one proposal only: "not a lesson: retire", with the check's reason. Escalation needs
+ESCALATE_MIN_DELIVERED outcomes (each one is an injection's, so from a session the engram was
+delivered in) and shows their evidence quotes. Retiring a rule the user stated needs more:
+USER_RETIRE_MIN_OUTCOMES outcomes at effectiveness ≤ USER_RETIRE_MAX_EFFECTIVENESS.
+
 Idempotent: an engram with an open proposal gets no other; a rejected proposal is not made again
 for 30 days unless the engram's outcome count moved by 5 or more. The same job de-escalates an
-escalated engram after 3 seven-day windows at or above its pre-escalation effectiveness.
+escalated engram after 3 seven-day windows at or above its pre-escalation effectiveness, and
+proposes the next rung (reminder) after 3 windows all below it.
 Applying a proposal is one review decision (dashboard, REST or MCP); see `proposal_apply`.
 """
 
@@ -35,18 +43,33 @@ from django.utils import timezone
 
 from memory import selectors
 from memory.errors import Conflict
-from memory.maths import effectiveness, textnorm
+from memory.maths import effectiveness, learning, textnorm
 from memory.maths.attribution import key_terms
 from memory.models import Engram, Event, Injection, Outcome, ReviewItem
 from memory.services import llm
 from memory.services.engrams import engram_retire, engram_update
 from memory.services.events import event_record
+from memory.services.review_queue import archive_stale
 
 REJECTED_MEMORY_DAYS = 30
 RECOUNT_OUTCOMES = 5
 MAX_NEW_TAGS = 5
 MAX_PROMPTS = 40  # prompts read for the keyword fallbacks
 LLM_CHANGES = {"rewrite", "broaden", "refine_keywords"}
+# Escalating needs this many outcomes, each from a session the engram was delivered in (an
+# Outcome row belongs to one Injection); counters merged or imported from elsewhere do not count.
+ESCALATE_MIN_DELIVERED = 5
+EVIDENCE_QUOTES = 3
+# A rule the user stated is retired only on three times the evidence an inferred one needs
+# (Noise: ≥ 5 outcomes at effectiveness < 0.5), and only when it is almost never followed.
+USER_RETIRE_MIN_OUTCOMES = 15
+USER_RETIRE_MAX_EFFECTIVENESS = 0.1
+USER_SOURCES = selectors.USER_SOURCES
+NOT_A_LESSON = "not_a_lesson"
+# lesson_check's verdict when it finds no rule marker (tests pin both readings of it).
+NO_MARKER_REASON = "a one-off request or remark, not a standing rule"
+# A statement that says when it applies ("after changing settings") is a standing practice.
+_STANDING = re.compile(r"\b(?:before|after|when|whenever|every|each|always|never)\b", re.I)
 
 K = ReviewItem.Kind
 OPEN = (ReviewItem.State.PENDING, ReviewItem.State.DEFERRED)
@@ -88,9 +111,15 @@ class Proposal:
 
 
 def maintain_all(*, now: datetime | None = None) -> dict[str, int]:
-    """Run maintenance for every owner with engrams; what each made, by username."""
+    """The daily job for every owner with engrams: archive the candidates 30 days without
+    recurrence or a decision (review_queue.archive_stale), then maintenance; the proposals
+    each owner got, by username."""
     owners = get_user_model().objects.filter(engram__isnull=False).distinct()
-    return {owner.get_username(): len(maintain(owner=owner, now=now)) for owner in owners}
+    made: dict[str, int] = {}
+    for owner in owners:
+        archive_stale(owner=owner, now=now)
+        made[owner.get_username()] = len(maintain(owner=owner, now=now))
+    return made
 
 
 def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
@@ -109,24 +138,105 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
     made: list[ReviewItem] = []
     for engram in engrams.defer("embedding"):
         c = groups.by_pk[engram.pk]
-        action = effectiveness.maintenance_action(
+        action: str | None = effectiveness.maintenance_action(
             c, updated_days_ago=(now - engram.updated_at).total_seconds() / 86400
         )
-        if action is None or engram.pk in busy:
+        if engram.pk in busy:
             continue
         if engram.pre_escalation_effectiveness is not None and action != "refine_keywords":
             # On the escalation ladder: judged by its windows since escalating (de-escalation
-            # below), not by the history that got it escalated.
+            # below, or the next rung when it stays below), not by the history before.
+            action = "next_rung" if _still_below(engram, now) else None
+        if action is None:
             continue
         at_rejection = rejected.get(engram.pk)
         if at_rejection is not None and abs(c.outcomes - at_rejection) < RECOUNT_OUTCOMES:
             continue
-        proposal = _propose(owner, engram, action)
+        delivered = _delivered(engram)
+        reason = lesson_of(engram.statement, quote=engram.rationale)
+        if reason:
+            proposal: Proposal | None = Proposal(
+                NOT_A_LESSON,
+                {"status": "retired"},
+                "heuristic",
+                f"Not a lesson: retire. {reason[:1].upper()}{reason[1:]}.",
+            )
+            action = NOT_A_LESSON
+        else:
+            proposal = _propose(owner, engram, action, c, delivered)
         if proposal is None:
             continue
-        made.append(_open(owner, engram, action, proposal, c, groups.median, now))
+        made.append(_open(owner, engram, action, proposal, c, groups.median, now, delivered))
     _deescalate(owner, now)
     return made
+
+
+def lesson_of(statement: str, *, quote: str = "") -> str:
+    """Why `statement` is not a lesson ("" when it is), by the capture's `lesson_check`.
+
+    lesson_check reads a person's words and wants a rule's marker ("always", "from now on");
+    a stored statement was cleaned of it ("use relative paths in scripts"). So when the check
+    finds no marker, the lesson stands if the quote it came from passes the check, or if the
+    statement names a concrete practice or the moment it applies, with no evidence against it
+    (`names_practice`, `negative_evidence`). Assistant text and questions fail outright."""
+    check = learning.lesson_check(statement)
+    if check.ok:
+        return ""
+    if check.reason != NO_MARKER_REASON:
+        return check.reason  # empty, assistant text, a question: never a lesson
+    if quote and quote.strip() != statement.strip() and learning.lesson_check(quote).ok:
+        return ""
+    if learning.negative_evidence(statement):
+        return check.reason
+    if learning.names_practice(statement) or _STANDING.search(statement):
+        return ""
+    return check.reason
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """Outcomes of sessions the engram was delivered in: how many, and the latest evidence."""
+
+    outcomes: int
+    followed: int
+    quotes: tuple[dict[str, str], ...]
+
+    @property
+    def effectiveness(self) -> float | None:
+        return self.followed / self.outcomes if self.outcomes else None
+
+
+def _delivered(engram: Engram) -> Delivered:
+    rows = Outcome.objects.filter(engram=engram)
+    total = rows.count()
+    followed = rows.filter(result=Outcome.Result.FOLLOWED).count() if total else 0
+    quotes = tuple(
+        {"session": session, "result": result, "evidence": evidence[:300]}
+        for session, result, evidence in rows.exclude(evidence="")
+        .order_by("-created_at", "-pk")
+        .values_list("injection__session__session_id", "result", "evidence")[:EVIDENCE_QUOTES]
+    )
+    return Delivered(total, followed, quotes)
+
+
+def _still_below(engram: Engram, now: datetime) -> bool:
+    """Escalated, and the last 3 windows since then all below the pre-escalation value."""
+    since = _escalated_at(engram)
+    if since is None or engram.pre_escalation_effectiveness is None:
+        return False
+    windows = window_effectiveness(engram, since, now)
+    return effectiveness.should_escalate_further(
+        windows, float(engram.pre_escalation_effectiveness)
+    )
+
+
+def _escalated_at(engram: Engram) -> datetime | None:
+    return (
+        engram.events.filter(event=Event.ENGRAM_ESCALATED)
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
 
 
 def _recently_rejected(owner: Any, now: datetime) -> dict[int, int]:
@@ -159,6 +269,7 @@ def _open(
     c: effectiveness.Classification,
     median: float | None,
     now: datetime,
+    delivered: Delivered,
 ) -> ReviewItem:
     evidence = {
         "quadrant": c.quadrant,
@@ -172,6 +283,9 @@ def _open(
         "irrelevant": engram.irrelevant,
         "irrelevant_share": None if c.irrelevant_share is None else round(c.irrelevant_share, 4),
         "sessions": _example_sessions(engram),
+        "delivered_outcomes": delivered.outcomes,
+        "quotes": list(delivered.quotes),
+        "stated_by": "you" if engram.source in USER_SOURCES else "learned",
     }
     before = {name: _jsonable(getattr(engram, name)) for name in proposal.fields}
     with transaction.atomic():
@@ -216,7 +330,26 @@ def _example_sessions(engram: Engram, limit: int = 3) -> list[str]:
 # --- what to propose ------------------------------------------------------------------------
 
 
-def _propose(owner: Any, engram: Engram, action: str) -> Proposal | None:
+def _escalation(engram: Engram, delivered: Delivered, why: str) -> Proposal | None:
+    level = effectiveness.next_level(engram.enforcement)  # type: ignore[arg-type]
+    if level is None or delivered.outcomes < ESCALATE_MIN_DELIVERED:
+        return None  # at the top, or too little evidence from sessions it was delivered in
+    return Proposal("escalate", {"enforcement": level}, "heuristic", f"{why} escalate to {level}.")
+
+
+def _propose(
+    owner: Any,
+    engram: Engram,
+    action: str,
+    c: effectiveness.Classification,
+    delivered: Delivered,
+) -> Proposal | None:
+    if action == "next_rung":
+        return _escalation(
+            engram,
+            delivered,
+            "Still below its effectiveness before escalating, 3 weeks running:",
+        )
     if action == "staleness_review":
         return Proposal(
             "staleness_review",
@@ -225,6 +358,21 @@ def _propose(owner: Any, engram: Engram, action: str) -> Proposal | None:
             "Working well, but unchanged for 90 days: is it still true?",
         )
     if action == "retire":
+        if engram.source in USER_SOURCES:
+            share = delivered.effectiveness
+            if (
+                delivered.outcomes < USER_RETIRE_MIN_OUTCOMES
+                or share is None
+                or share > USER_RETIRE_MAX_EFFECTIVENESS
+            ):
+                return None  # you said it: rarely surfacing is not enough to drop it
+            return Proposal(
+                "retire",
+                {"status": "retired"},
+                "heuristic",
+                f"You stated this rule, but it was followed in {delivered.followed} of "
+                f"{delivered.outcomes} sessions it was delivered in.",
+            )
         return Proposal(
             "retire", {"status": "retired"}, "heuristic", "Rarely surfaced and rarely followed."
         )
@@ -237,15 +385,7 @@ def _propose(owner: Any, engram: Engram, action: str) -> Proposal | None:
                 producer,
                 "Often surfaced, rarely followed: say it so it cannot be missed.",
             )
-        level = effectiveness.next_level(engram.enforcement)  # type: ignore[arg-type]
-        if level is None:
-            return None  # already a reminder and nothing to rewrite: a person's call
-        return Proposal(
-            "escalate",
-            {"enforcement": level},
-            "heuristic",
-            f"Often surfaced, rarely followed: escalate to {level}.",
-        )
+        return _escalation(engram, delivered, "Often surfaced, rarely followed:")
     if action == "broaden":
         words, producer = _keywords(owner, engram, result="followed", task="broaden")
         tags = _merged(engram.tags, words)
@@ -407,6 +547,8 @@ def proposal_apply(
             fields[name] = edits[name]
     if change == "retire":
         engram_retire(owner=owner, engram=engram, actor=actor, reason="noise: rarely followed")
+    elif change == NOT_A_LESSON:
+        engram_retire(owner=owner, engram=engram, actor=actor, reason="not a lesson")
     elif change == "redundant":
         engram_retire(owner=owner, engram=engram, actor=actor, reason="the project's rules say it")
     elif change == "staleness_review":
@@ -414,10 +556,12 @@ def proposal_apply(
     elif change == "escalate":
         level = str(fields["enforcement"])
         before = engram.enforcement
-        engram.pre_escalation_effectiveness = effectiveness.effectiveness(
-            engram.followed, engram.contradicted, engram.ignored, engram.irrelevant
-        )
-        engram.save(update_fields=["pre_escalation_effectiveness"])
+        if engram.pre_escalation_effectiveness is None:
+            # The next rung keeps the first rung's baseline: "still below" means below that.
+            engram.pre_escalation_effectiveness = effectiveness.effectiveness(
+                engram.followed, engram.contradicted, engram.ignored, engram.irrelevant
+            )
+            engram.save(update_fields=["pre_escalation_effectiveness"])
         engram_update(owner=owner, engram=engram, changes={"enforcement": level}, actor=actor)
         event_record(
             owner=owner,
@@ -461,12 +605,7 @@ def _deescalate(owner: Any, now: datetime) -> int:
         status=Engram.Status.ACTIVE,
     )
     for engram in escalated.defer("embedding"):
-        since = (
-            engram.events.filter(event=Event.ENGRAM_ESCALATED)
-            .order_by("-created_at")
-            .values_list("created_at", flat=True)
-            .first()
-        )
+        since = _escalated_at(engram)
         if since is None:
             continue
         windows = window_effectiveness(engram, since, now)

@@ -42,6 +42,7 @@ from memory.services.engrams import (
     engram_update,
 )
 from memory.services.events import event_record, events_record
+from memory.services.review_queue import answer_remember
 from memory.validation import MAX_STATEMENT_CHARS, check_text
 
 FIRST_WEEKS_DAYS = 14  # the owner's first two weeks get the larger batch
@@ -61,8 +62,8 @@ K = ReviewItem.Kind
 # Actions per kind, the default (defer) first. A calibration item offers a candidate's actions:
 # it must look like any other candidate, or it would measure nothing.
 ACTIONS: dict[str, tuple[str, ...]] = {
-    K.CANDIDATE: ("defer", "approve", "reject", "edit"),
-    K.CALIBRATION: ("defer", "approve", "reject", "edit"),
+    K.CANDIDATE: ("defer", "approve", "reject", "edit", "one_off", "wrong"),
+    K.CALIBRATION: ("defer", "approve", "reject", "edit", "one_off", "wrong"),
     K.CONTRADICTION: ("defer", "keep_new", "keep_old", "merge", "both_valid"),
     K.MERGE: ("defer", "merge", "keep_both", "reject"),
     K.FADING: ("defer", "reinforce", "let_fade", "retire"),
@@ -74,7 +75,9 @@ ACTIONS: dict[str, tuple[str, ...]] = {
 }
 # Decisions that count as approvals, and those that count in the approval rate's denominator.
 APPROVALS = frozenset({"approve", "edit"})
-JUDGED = frozenset({"approve", "edit", "reject"})
+JUDGED = frozenset({"approve", "edit", "reject", "one_off", "wrong"})
+# "It was a one-off" and "wrong": a candidate's answers that are remembered (review_queue).
+ANSWERS = ("one_off", "wrong")
 
 # Sections of the review page, in display order; a calibration item sits among the candidates.
 SECTIONS: tuple[tuple[str, str, str], ...] = (
@@ -189,6 +192,12 @@ class Batch:
     items: list[ReviewItem]
     decided: int
     waiting: int  # open items outside today's batch
+
+    @property
+    def real_left(self) -> int:
+        """Undecided items of today's batch, the calibration item not counted (open_count's
+        rule: today's batch plus `waiting` is open_count)."""
+        return sum(1 for item in self.items if item.kind != K.CALIBRATION)
 
     @property
     def sections(self) -> list[Section]:
@@ -399,7 +408,8 @@ def approval_rate(*, owner: Any, now: datetime | None = None) -> ApprovalRate:
 
 
 def open_count(*, owner: Any, now: datetime | None = None) -> int:
-    """Open review items due now (the navigation badge); one query."""
+    """The one count of what waits for review: open items due now, the calibration item not
+    counted. The overview, the navigation badge and the review page all show it; one query."""
     return _due(owner, now or timezone.now()).exclude(kind=K.CALIBRATION).count()
 
 
@@ -537,12 +547,16 @@ def review_decide(
             )
         elif kind == K.CALIBRATION:
             # Nothing changes: the item only measures attention. Reject is the right answer.
-            data["correct"] = action == "reject"
+            data["correct"] = action in ("reject", *ANSWERS)
         elif kind == K.CANDIDATE and new is not None:
             if action == "approve":
                 _activate(owner=owner, engram=new, actor=actor, item=item, now=now)
             elif action == "reject":
                 engram_retire(owner=owner, engram=new, actor=actor, reason="rejected in review")
+            elif action in ANSWERS:
+                reason = "a one-off, not a rule" if action == "one_off" else "wrong"
+                engram_retire(owner=owner, engram=new, actor=actor, reason=reason)
+                answer_remember(owner=owner, engram=new, answer=action, now=now)
             elif action == "edit":
                 changes = {
                     name: edits[name]

@@ -7,6 +7,7 @@ from typing import Any
 from django import template
 
 from memory.models import LifecycleEvent
+from memory.selectors import USER_SOURCES
 
 register = template.Library()
 
@@ -25,6 +26,8 @@ ACTION_LABELS = {
     "retire": "Retire",
     "write": "Write abstract",
     "dismiss": "Dismiss",
+    "one_off": "It was a one-off",
+    "wrong": "Wrong",
 }
 # Shortcut keys per action (see static/js/engram.js and the shortcuts dialog).
 ACTION_KEYS = {
@@ -42,6 +45,8 @@ ACTION_KEYS = {
     "retire": "r",
     "write": "e",
     "dismiss": "r",
+    "one_off": "o",
+    "wrong": "w",
 }
 PAST = {
     "approve": "Approved",
@@ -58,12 +63,20 @@ PAST = {
     "retire": "Retired",
     "write": "Wrote the abstract",
     "dismiss": "Dismissed",
+    "one_off": "A one-off: retired, and not captured again",
+    "wrong": "Wrong: retired, and not captured again",
 }
 
 
 @register.filter
 def action_label(action: str) -> str:
     return ACTION_LABELS.get(action, action.replace("_", " ").capitalize())
+
+
+@register.filter
+def said_by(engram: Any) -> str:
+    """ "you" for what a person said (selectors.USER_SOURCES), else "learned"."""
+    return "you" if getattr(engram, "source", "") in USER_SOURCES else "learned"
 
 
 @register.filter

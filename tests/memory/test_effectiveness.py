@@ -13,6 +13,7 @@ from memory.maths.effectiveness import (
     next_level,
     previous_level,
     should_deescalate,
+    should_escalate_further,
 )
 
 TIGHT = 1e-9
@@ -250,3 +251,10 @@ def test_it_does_not_de_escalate_when_one_of_the_last_three_windows_is_below() -
 
 def test_it_does_not_de_escalate_with_fewer_than_three_windows() -> None:
     assert should_deescalate([0.9, 0.9], pre_escalation=0.4) is False
+
+
+def test_the_next_rung_needs_three_windows_all_below_the_value_before_escalating() -> None:
+    assert should_escalate_further([0.1, 0.2, 0.1], 0.25)
+    assert not should_escalate_further([0.1, 0.25, 0.1], 0.25)  # one at it
+    assert not should_escalate_further([0.1, 0.1], 0.25)  # two windows only
+    assert should_escalate_further([0.9, 0.1, 0.1, 0.1], 0.25)  # the last three

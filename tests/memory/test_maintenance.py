@@ -62,7 +62,9 @@ def store(owner: Any) -> dict[str, Engram]:
         extra={"anti_pattern": "unpinned requirements"},
     )
     leech = counts(leech, surfaced=20, followed=1, contradicted=5)
-    gem = counts(make_engram(owner, statement="Tag releases with semver"), surfaced=1, followed=5)
+    gem = counts(
+        make_engram(owner, statement="Tag every build with semver"), surfaced=1, followed=5
+    )
     noise = counts(make_engram(owner, statement="Prefer tabs in YAML"), surfaced=1, ignored=5)
     stray = counts(
         make_engram(owner, statement="Use the billing sandbox key"), surfaced=1, irrelevant=5
@@ -171,6 +173,28 @@ def test_approving_applies_the_change_and_keeps_the_old_text(owner: Any, store: 
     assert "mobile" in Engram.objects.get(pk=store["gem"].pk).tags
 
 
+def delivered(
+    owner: Any, engram: Engram, results: list[str], *, when: Any = None, evidence: str = ""
+) -> None:
+    """Outcomes of sessions the engram was delivered in (one injection each)."""
+    for n, result in enumerate(results):
+        session = AgentSession.objects.create(
+            owner=owner, session_id=f"d-{engram.pk}-{AgentSession.objects.count()}-{n}"
+        )
+        injection = Injection.objects.create(
+            owner=owner, session=session, engram=engram, bucket="directive"
+        )
+        Outcome.objects.create(
+            owner=owner,
+            injection=injection,
+            engram=engram,
+            result=result,
+            source="auto-heuristic",
+            evidence=evidence or f"ran {result} in {session.session_id}",
+            created_at=when or timezone.now(),
+        )
+
+
 def test_escalation_then_automatic_deescalation_after_three_good_windows(owner: Any) -> None:
     leech = counts(
         make_engram(owner, statement="Pin dependency versions"),
@@ -178,6 +202,7 @@ def test_escalation_then_automatic_deescalation_after_three_good_windows(owner: 
         followed=1,
         contradicted=5,
     )
+    delivered(owner, leech, ["followed"] + ["contradicted"] * 5, evidence="pip install requests")
     counts(make_engram(owner, statement="Other"), surfaced=0)
     counts(make_engram(owner, statement="Third"), surfaced=0)
     maintenance.maintain(owner=owner)
@@ -350,3 +375,133 @@ def test_the_engram_page_says_why_it_is_where_it_is(
     assert "Effectiveness per week" in body and 'aria-labelledby="eff-title"' in body
     assert "escalated advisory → emphasised" in body
     assert "back down after 3 weeks" in body
+
+
+# --- a lesson, delivered evidence, the user's own rules and the reminder rung ----------------
+
+
+def leech_of(owner: Any, statement: str, **fields: Any) -> Engram:
+    engram = counts(
+        make_engram(owner, statement=statement, **fields), surfaced=20, followed=1, contradicted=5
+    )
+    for n in range(2):
+        counts(make_engram(owner, statement=f"Filler rule number {n} for the median"), surfaced=0)
+    return engram
+
+
+@pytest.mark.parametrize(
+    ("statement", "reason"),
+    [
+        ("Let me look at the failing test first.", "assistant text"),
+        ("Can you fix the flaky test in the parser?", "a question"),
+        ("Fix the login bug in auth.py", "a one-off request"),
+    ],
+)
+def test_a_statement_that_is_no_lesson_gets_one_proposal_to_retire_it(
+    owner: Any, statement: str, reason: str
+) -> None:
+    engram = leech_of(owner, statement)
+    delivered(owner, engram, ["followed"] + ["contradicted"] * 5)
+    made = maintenance.maintain(owner=owner)
+    assert [m.engram_id for m in made] == [engram.pk]
+    payload = made[0].payload
+    assert payload["change"] == "not_a_lesson" and payload["fields"] == {"status": "retired"}
+    assert made[0].reason.startswith("Not a lesson: retire.")
+    assert reason.lower() in made[0].reason.lower()
+    assert maintenance.maintain(owner=owner) == []  # one proposal, not one a day
+    review.review_decide(owner=owner, item=made[0], action="approve", actor="person:alice")
+    engram.refresh_from_db()
+    assert engram.status == "retired"
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "use relative paths in scripts",
+        "Always run pytest with -x",
+        "Restart the dev server after changing settings",
+        "don't touch the implementation while exploring the data",
+    ],
+)
+def test_a_stored_lesson_without_its_marker_is_still_a_lesson(statement: str) -> None:
+    assert maintenance.lesson_of(statement) == ""
+
+
+def test_a_lesson_whose_quote_states_a_rule_is_a_lesson() -> None:
+    assert maintenance.lesson_of("Tag releases with semver") != ""
+    quote = "From now on always tag releases with semver"
+    assert maintenance.lesson_of("Tag releases with semver", quote=quote) == ""
+
+
+def test_escalation_needs_five_outcomes_from_sessions_it_was_delivered_in(owner: Any) -> None:
+    # The counters say leech, but only 4 outcomes come from sessions it was delivered in.
+    engram = leech_of(owner, "Pin dependency versions")
+    delivered(owner, engram, ["contradicted"] * 4, evidence="pip install requests")
+    assert maintenance.maintain(owner=owner) == []
+    delivered(owner, engram, ["ignored"], evidence="ran pip install flask unpinned")
+    (item,) = maintenance.maintain(owner=owner)
+    evidence = item.payload["evidence"]
+    assert item.payload["change"] == "escalate" and evidence["delivered_outcomes"] == 5
+    assert len(evidence["quotes"]) == 3
+    assert evidence["quotes"][0]["evidence"] == "ran pip install flask unpinned"
+    assert all(q["session"] for q in evidence["quotes"])
+    html = Client()
+    html.force_login(owner)
+    page = html.get("/review/").content.decode()
+    assert "ran pip install flask unpinned" in page
+
+
+def noise_of(owner: Any, statement: str, source: str, followed: int, ignored: int) -> Engram:
+    engram = counts(
+        make_engram(owner, statement=statement, source=source),
+        surfaced=1,
+        followed=followed,
+        ignored=ignored,
+    )
+    delivered(owner, engram, ["followed"] * followed + ["ignored"] * ignored)
+    return engram
+
+
+def test_retiring_a_rule_you_stated_needs_stronger_evidence(owner: Any) -> None:
+    counts(make_engram(owner, statement="Filler rule one for the median"), surfaced=5)
+    counts(make_engram(owner, statement="Filler rule two for the median"), surfaced=5)
+    inferred = noise_of(owner, "Prefer tabs in every Makefile", "agent", 1, 5)
+    yours = noise_of(owner, "Prefer spaces in every YAML file", "user", 1, 5)
+    made = {m.engram_id: m for m in maintenance.maintain(owner=owner)}
+    assert made[inferred.pk].payload["change"] == "retire"
+    assert yours.pk not in made  # 6 outcomes: enough to retire a guess, not what you said
+    # Fifteen outcomes, one followed: below USER_RETIRE_MAX_EFFECTIVENESS (0.1) → proposed.
+    counts(yours, followed=1, ignored=14)
+    delivered(owner, yours, ["ignored"] * 9)
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.engram_id == yours.pk and item.payload["change"] == "retire"
+    assert "You stated this rule" in item.reason
+    assert item.payload["evidence"]["stated_by"] == "you"
+
+
+def test_an_escalated_engram_still_below_for_three_windows_gets_a_reminder_proposal(
+    owner: Any,
+) -> None:
+    leech = leech_of(owner, "Pin dependency versions")
+    delivered(owner, leech, ["followed"] + ["contradicted"] * 5, evidence="pip install requests")
+    (first,) = maintenance.maintain(owner=owner)
+    assert first.payload["change"] == "escalate"
+    assert first.payload["fields"] == {"enforcement": "emphasised"}
+    review.review_decide(owner=owner, item=first, action="approve", actor="person:alice")
+    escalated = LifecycleEvent.objects.get(event="engram_escalated").created_at
+    for week in range(3):  # each window: 0 of 2 followed, below the 1/6 before escalating
+        delivered(
+            owner, leech, ["ignored", "contradicted"], when=escalated + timedelta(days=7 * week + 1)
+        )
+    counts(leech, ignored=3, contradicted=8)  # the counters the attribution keeps
+    assert maintenance.maintain(owner=owner, now=escalated + timedelta(days=14, hours=1)) == []
+    (item,) = maintenance.maintain(owner=owner, now=escalated + timedelta(days=21, hours=1))
+    assert item.payload["change"] == "escalate"
+    assert item.payload["fields"] == {"enforcement": "reminder"}
+    assert "Still below" in item.reason
+    review.review_decide(owner=owner, item=item, action="approve", actor="person:alice")
+    leech.refresh_from_db()
+    assert leech.enforcement == "reminder"
+    assert leech.pre_escalation_effectiveness == pytest.approx(1 / 6)  # the first baseline
+    later = escalated + timedelta(days=60)
+    assert maintenance.maintain(owner=owner, now=later) == []  # the top rung: nothing further
