@@ -399,6 +399,13 @@ class Engram(models.Model):
     class Meta:
         constraints: ClassVar = [
             models.UniqueConstraint(fields=["owner", "engram_id"], name="uniq_engram_id"),
+            # One live engram per statement and scope: two concurrent learns of one statement
+            # make one engram and a recurrence (the write path retries on this conflict).
+            models.UniqueConstraint(
+                fields=["owner", "scope", "content_hash"],
+                condition=~Q(status="retired"),
+                name="uniq_live_engram_hash",
+            ),
         ]
         indexes: ClassVar = [
             models.Index(fields=["owner", "status"], name="engram_owner_status"),
