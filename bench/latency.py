@@ -131,12 +131,18 @@ def load_rows(owner: Any, texts: list[str], vectors: Any, start: int, stop: int)
     now = timezone.now()
     started = time.perf_counter()
     batch: list[Engram] = []
+    # A text that normalises like an earlier one in its scope is what learn counts as a
+    # recurrence: it is loaded retired (one live engram per statement and scope).
+    seen = set(Engram.objects.filter(owner=owner).live().values_list("scope", "content_hash"))
     for i in range(start, stop):
         scope = "global" if rng.random() < GLOBAL_SHARE else PROJECTS[i % len(PROJECTS)]
+        key = (scope, textnorm.content_hash(texts[i]))
+        repeat = key in seen
+        seen.add(key)
         engram = Engram(
             owner=owner,
             engram_id=f"ENG-BENCH-{i:06d}",
-            status=Engram.Status.ACTIVE,
+            status=Engram.Status.RETIRED if repeat else Engram.Status.ACTIVE,
             scope=scope,
             statement=texts[i],
             polarity=Engram.Polarity.DONT

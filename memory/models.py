@@ -399,6 +399,13 @@ class Engram(models.Model):
     class Meta:
         constraints: ClassVar = [
             models.UniqueConstraint(fields=["owner", "engram_id"], name="uniq_engram_id"),
+            # One live engram per statement and scope: two concurrent learns of one statement
+            # make one engram and a recurrence (the write path retries on this conflict).
+            models.UniqueConstraint(
+                fields=["owner", "scope", "content_hash"],
+                condition=~Q(status="retired"),
+                name="uniq_live_engram_hash",
+            ),
         ]
         indexes: ClassVar = [
             models.Index(fields=["owner", "status"], name="engram_owner_status"),
@@ -959,3 +966,23 @@ class LearningDraft(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tier}: {self.statement[:60]}"
+
+
+class SweepFailure(models.Model):
+    """A piece of background work the recovery sweep tried and failed: retried with back-off,
+    and past the attempt limit no longer retried but shown on the health panel."""
+
+    kind = models.CharField(max_length=20)  # transcript, attribution, signal
+    object_id = models.BigIntegerField()
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_at = models.DateTimeField(default=timezone.now)
+    error = models.CharField(max_length=200, blank=True, default="")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["kind", "object_id"], name="uniq_sweep_failure")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.object_id} ({self.attempts})"

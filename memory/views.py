@@ -36,7 +36,7 @@ from memory.forms import (
 from memory.health import Check, run_checks
 from memory.maths import activation
 from memory.models import AgentSession, ApiToken, Engram, OwnerSettings, ReviewItem
-from memory.services import embeddings, learning, listing, llm, review
+from memory.services import embeddings, learning, listing, llm, recovery, review
 from memory.services import engrams as engram_services
 from memory.services import review_queue as queue
 from memory.services.episodes import episode_timeline
@@ -130,6 +130,13 @@ def _health(owner: Any) -> dict[str, Check]:
         checks["llm"] = Check(ok=not status.last_failed, detail=status.summary, ms=0.0)
     ordered = {"database": checks.pop("database")}
     ordered["worker"] = Check(ok=ok, detail=detail, ms=0.0)
+    if ordered["database"].ok and (stuck := recovery.given_up()):
+        ordered["sweep"] = Check(
+            ok=False,
+            detail=f"{stuck} background item(s) failed {recovery.SWEEP_MAX_ATTEMPTS} times and "
+            "are no longer retried (see the worker's log)",
+            ms=0.0,
+        )
     ordered.update(checks)
     return ordered
 

@@ -51,11 +51,11 @@ def errors(*codes: int) -> dict[int, type[ErrorOut]]:
 # --- dict builders (REST and MCP) -----------------------------------------------------------
 
 
-def pattern_dict(pattern: SuccessPattern, scores: list[float] | None = None) -> dict[str, Any]:
-    if scores is None:
+def pattern_dict(pattern: SuccessPattern, evals: store.Evals | None = None) -> dict[str, Any]:
+    if evals is None:
         multiplier, scores = store.quality_of(pattern)
     else:
-        multiplier = store.maths.quality_multiplier(scores)
+        multiplier, scores = evals.multiplier, evals.scores
     return {
         "key": pattern.key,
         "task": pattern.task,
@@ -232,7 +232,7 @@ def pattern_list(
     limit, offset = max(1, min(limit, 200)), max(0, offset)
     page = list(rows[offset : offset + limit])
     scores = store.recent_patterns(page)
-    return [pattern_dict(p, scores.get(p.pk, [])) for p in page]
+    return [pattern_dict(p, scores.get(p.pk, store.Evals())) for p in page]
 
 
 @router.post(

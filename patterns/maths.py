@@ -21,6 +21,9 @@ MULTIPLIER_NONE = 0.75  # the multiplier of a pattern never evaluated
 RECENCY_HALF_LIFE_DAYS = 30.0
 REUSE_BONUS = 0.1
 SCORE_MAX = 10.0
+NEUTRAL_SCORE = 5.0  # the score whose multiplier is MULTIPLIER_NONE
+RUBRIC_SOURCE = "rubric"
+RUBRIC_WEIGHT = 0.25  # a rubric score moves the multiplier a quarter as far as a judge's
 AGING_WEEKLY = 0.98
 RETIRE_BELOW = 0.1
 SPREAD_FLAG = 1.5  # judges disagree when max - min is above this
@@ -95,9 +98,25 @@ def clamp_score(value: float) -> float:
 # --- ranking -------------------------------------------------------------------------------
 
 
-def quality_multiplier(scores: Sequence[float]) -> float:
-    """0.5 + 0.5·median(last 5 scores)/10, scores oldest first; 0.75 with none. In [0.5, 1]."""
-    recent = [clamp_score(s) for s in scores[-MULTIPLIER_WINDOW:]]
+def ranked_score(score: float, source: str = "") -> float:
+    """The score as ranking reads it: a rubric's (no key, a heuristic) moves a quarter as far
+    from the neutral 5 as a judge's or a caller's, so it shifts the multiplier by at most a
+    quarter of their weight (0.75 +- 0.0625 instead of +- 0.25)."""
+    score = clamp_score(score)
+    if source == RUBRIC_SOURCE:
+        return NEUTRAL_SCORE + RUBRIC_WEIGHT * (score - NEUTRAL_SCORE)
+    return score
+
+
+def quality_multiplier(scores: Sequence[float], sources: Sequence[str] = ()) -> float:
+    """0.5 + 0.5·median(last 5 scores)/10, scores oldest first; 0.75 with none. In [0.5, 1].
+
+    `sources` (parallel to `scores`, when given) weighs rubric scores by RUBRIC_WEIGHT."""
+    start = max(0, len(scores) - MULTIPLIER_WINDOW)
+    recent = [
+        ranked_score(s, sources[start + i] if len(sources) == len(scores) else "")
+        for i, s in enumerate(scores[start:])
+    ]
     if not recent:
         return MULTIPLIER_NONE
     return 0.5 + 0.5 * statistics.median(recent) / SCORE_MAX

@@ -62,17 +62,17 @@ def sparkline(scores: list[float]) -> str:
 
 def _rows(patterns: list[SuccessPattern]) -> list[Row]:
     now = timezone.now()
-    scores = store.eval_scores_of(p.pk for p in patterns)
+    found = store.evaluations_of(p.pk for p in patterns)
     rows = []
     for pattern in patterns:
-        evals = scores.get(pattern.pk, [])
+        evals = found.get(pattern.pk, store.Evals())
         rows.append(
             Row(
                 pattern=pattern,
                 success_score=pattern.current_score(now),
-                multiplier=maths.quality_multiplier(evals),
-                evals=evals[-maths.MULTIPLIER_WINDOW :],
-                spark=sparkline(evals),
+                multiplier=evals.multiplier,
+                evals=evals.scores[-maths.MULTIPLIER_WINDOW :],
+                spark=sparkline(evals.scores),
             )
         )
     return rows

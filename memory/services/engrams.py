@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -37,6 +37,8 @@ from memory.validation import scope as validate_scope
 MERGE_COSINE = 0.92
 RELATED_COSINE = 0.75
 NEIGHBOURS = 5
+# A learn that lost a race to store the same statement runs once more, as a recurrence.
+LEARN_ATTEMPTS = 2
 USER_SOURCES = {"user", "person"}
 
 
@@ -376,15 +378,10 @@ def engram_learn(
     """
     draft = learn_draft(**fields)
     results: list[LearnResult | DomainError | None] = [None]
-    with transaction.atomic():
-        _learn_drafts(
-            owner,
-            [(0, draft)],
-            results,
-            actor=actor,
-            now=now or timezone.now(),
-            vectors=None if vector is None else {0: vector},
-        )
+    given = {0: vector} if vector is not None else _embed_new(owner, [(0, draft)])
+    _learn_committed(
+        owner, [(0, draft)], results, actor=actor, now=now or timezone.now(), vectors=given
+    )
     result = results[0]
     assert isinstance(result, LearnResult)
     return result
@@ -426,11 +423,65 @@ def engram_learn_batch(
             results[index] = InvalidInput("items", "each item must be an object")
     if drafts:
         now = now or timezone.now()
-        with transaction.atomic():
-            _learn_drafts(owner, drafts, results, actor=actor, now=now)
+        vectors = _embed_new(owner, drafts)
+        _learn_committed(owner, drafts, results, actor=actor, now=now, vectors=vectors)
     done = [r for r in results if r is not None]
     assert len(done) == len(items), "every item has a result"
     return done
+
+
+def _embed_new(owner: Any, drafts: Sequence[tuple[int, Draft]]) -> dict[int, np.ndarray]:
+    """Vectors of the drafts whose statement is not stored yet (an unlocked look), computed
+    before the write transaction so no lock is held while the model runs. A statement stored
+    meanwhile is a recurrence and its vector goes unused; one missed here is embedded inside."""
+    stored = set(
+        Engram.objects.for_owner(owner)
+        .live()
+        .filter(
+            scope__in={d.scope for _, d in drafts},
+            content_hash__in={d.digest for _, d in drafts},
+        )
+        .values_list("scope", "content_hash")
+    )
+    wanted: dict[tuple[str, str], list[int]] = {}
+    for index, draft in drafts:
+        if (draft.scope, draft.digest) not in stored:
+            wanted.setdefault((draft.scope, draft.digest), []).append(index)
+    if not wanted:
+        return {}
+    statements = {d.digest: d.statement for _, d in drafts}
+    keys = list(wanted)
+    matrix = embed_texts([statements[digest] for _, digest in keys])
+    return {index: matrix[k] for k, key in enumerate(keys) for index in wanted[key]}
+
+
+def _learn_committed(
+    owner: Any,
+    drafts: Sequence[tuple[int, Draft]],
+    results: list[LearnResult | DomainError | None],
+    *,
+    actor: str,
+    now: datetime,
+    vectors: Mapping[int, np.ndarray],
+) -> None:
+    """`_learn_drafts` in a transaction; when a concurrent learn stored one of the statements
+    first (the live-hash constraint), once more, where it is found and counts as a recurrence."""
+    for attempt in range(LEARN_ATTEMPTS):
+        try:
+            with transaction.atomic():
+                _learn_drafts(owner, drafts, results, actor=actor, now=now, vectors=vectors)
+            return
+        except IntegrityError as exc:
+            if not _live_hash_conflict(exc) or attempt == LEARN_ATTEMPTS - 1:
+                raise
+            for index, _ in drafts:
+                results[index] = None
+
+
+def _live_hash_conflict(exc: IntegrityError) -> bool:
+    """The live-hash constraint (PostgreSQL names it, SQLite names its columns)."""
+    text = str(exc)
+    return "uniq_live_engram_hash" in text or "content_hash" in text
 
 
 def _learn_drafts(
@@ -477,7 +528,6 @@ def _learn_drafts(
     created: list[Engram] = []
     if fresh:
         auto = any(not d.explicit for _, d in fresh) and _auto_approve(owner)
-        ids = IdSequence.next_ids(owner=owner, prefix="ENG", when=now, count=len(fresh))
         scopes = [d.scope for _, d in fresh]
         writes = _Writes(owner, actor, now)
         given = vectors or {}
@@ -488,6 +538,8 @@ def _learn_drafts(
         ).astype(np.float32)
         store_hits = nearest_many(owner=owner, vectors=matrix, scopes=scopes, limit=NEIGHBOURS)
         within = matrix @ matrix.T
+        # Ids last: the owner's id row stays locked until commit, so nothing slow comes after.
+        ids = IdSequence.next_ids(owner=owner, prefix="ENG", when=now, count=len(fresh))
         for j, (index, draft) in enumerate(fresh):
             engram = _build(
                 owner,
@@ -618,7 +670,15 @@ def engram_update(
         engram.search_text = search_text_of(engram)
         engram.version += 1
         engram.updated_at = now
-        engram.save()
+        try:
+            with transaction.atomic():
+                engram.save()
+        except IntegrityError as exc:
+            if not _live_hash_conflict(exc):
+                raise
+            raise Conflict(
+                "Another live engram in this scope already says this.", code="duplicate"
+            ) from None
         event_record(
             owner=owner,
             event=Event.ENGRAM_UPDATED,

@@ -11,9 +11,10 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db.models import Q
 from django.utils import timezone
 
-from memory.models import AgentSession, LearningSignal
+from memory.models import AgentSession, LearningSignal, SweepFailure
 from memory.services import localfiles
 from memory.services.learning import session_capture, signal_extract
 from memory.services.sessions import outcomes_attribute
@@ -27,6 +28,48 @@ SWEEP_LIMIT = 200
 # Transcripts of sessions that ended within this window are read again when they grew past
 # the session's offset (their capture task was lost); older ones are left alone.
 CAPTURE_WINDOW = timedelta(days=1)
+# A failing item is retried after SWEEP_BACKOFF·2^(attempts-1), at most SWEEP_MAX_ATTEMPTS times;
+# past that it is left alone and shown on the health panel (with a key, each try costs tokens).
+SWEEP_BACKOFF = timedelta(minutes=5)
+SWEEP_MAX_ATTEMPTS = 5
+
+
+def _held(kind: str, now: datetime) -> set[int]:
+    """Items of `kind` waiting out their back-off or past the attempt limit."""
+    return set(
+        SweepFailure.objects.filter(kind=kind)
+        .filter(Q(next_at__gt=now) | Q(attempts__gte=SWEEP_MAX_ATTEMPTS))
+        .values_list("object_id", flat=True)
+    )
+
+
+def _failed(kind: str, pk: int, exc: Exception, now: datetime) -> None:
+    row, _ = SweepFailure.objects.get_or_create(kind=kind, object_id=pk)
+    row.attempts += 1
+    row.next_at = now + SWEEP_BACKOFF * 2 ** (row.attempts - 1)
+    row.error = type(exc).__name__[:200]
+    row.updated_at = now
+    row.save()
+
+
+def _run(kind: str, pks: list[int], step: Any, now: datetime) -> int:
+    """Run `step(pk)` for each item; a failure is recorded (back-off), a success clears it."""
+    failed = 0
+    for pk in pks:
+        try:
+            step(pk)
+        except Exception as exc:  # one bad item must not stop the sweep of the others
+            logger.exception("sweep: %s %s failed", kind, pk)
+            _failed(kind, pk, exc, now)
+            failed += 1
+        else:
+            SweepFailure.objects.filter(kind=kind, object_id=pk).delete()
+    return failed
+
+
+def given_up() -> int:
+    """Items the sweep no longer retries (past SWEEP_MAX_ATTEMPTS)."""
+    return SweepFailure.objects.filter(attempts__gte=SWEEP_MAX_ATTEMPTS).count()
 
 
 def _unread_transcripts(now: datetime, cutoff: datetime, limit: int) -> list[int]:
@@ -56,39 +99,33 @@ def pending_sweep(
     and done."""
     now = now or timezone.now()
     cutoff = now - grace
-    transcripts = _unread_transcripts(now, cutoff, limit)
-    failed = 0
-    for pk in transcripts:
-        try:
-            session_capture(session_pk=pk, now=now)
-        except Exception:  # one bad item must not stop the sweep of the others
-            logger.exception("sweep: capturing the transcript of session %s failed", pk)
-            failed += 1
+    held = _held("transcript", now)
+    transcripts = [
+        pk for pk in _unread_transcripts(now, cutoff, limit + len(held)) if pk not in held
+    ]
+    transcripts = transcripts[:limit]
+    failed = _run(
+        "transcript", transcripts, lambda pk: session_capture(session_pk=pk, now=now), now
+    )
+    held = _held("attribution", now)
     sessions = list(
         AgentSession.objects.filter(
             ended_at__isnull=False, ended_at__lte=cutoff, attributed_at__isnull=True
         )
+        .exclude(pk__in=held)
         .order_by("ended_at")
         .values_list("pk", flat=True)[:limit]
     )
-    for pk in sessions:
-        try:
-            outcomes_attribute(session_pk=pk)
-        except Exception:  # one bad item must not stop the sweep of the others
-            logger.exception("sweep: attributing session %s failed", pk)
-            failed += 1
+    failed += _run("attribution", sessions, lambda pk: outcomes_attribute(session_pk=pk), now)
     attributed = AgentSession.objects.filter(pk__in=sessions, attributed_at__isnull=False).count()
+    held = _held("signal", now)
     signals = list(
         LearningSignal.objects.filter(state=LearningSignal.State.PENDING, created_at__lte=cutoff)
+        .exclude(pk__in=held)
         .order_by("created_at")
         .values_list("pk", flat=True)[:limit]
     )
-    for pk in signals:
-        try:
-            signal_extract(signal_pk=pk)
-        except Exception:
-            logger.exception("sweep: extracting learning signal %s failed", pk)
-            failed += 1
+    failed += _run("signal", signals, lambda pk: signal_extract(signal_pk=pk), now)
     extracted = (
         LearningSignal.objects.filter(pk__in=signals)
         .exclude(state=LearningSignal.State.PENDING)

@@ -16,7 +16,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
@@ -756,7 +756,13 @@ def abstract_create(
             derived_from=[s.engram_id for s in sources],
             provenance={"origin": "local", "actor": actor, "derived_from": len(sources)},
         )
-        abstract.save()
+        try:
+            with transaction.atomic():
+                abstract.save()
+        except IntegrityError:  # the live-hash constraint: a global engram already says this
+            raise Conflict(
+                "A live global engram already states this abstraction.", code="duplicate"
+            ) from None
         Engram.objects.filter(pk__in=[s.pk for s in sources]).update(
             abstract=abstract.engram_id, updated_at=now
         )

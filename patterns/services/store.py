@@ -201,6 +201,7 @@ def pattern_learn(
                 EvalRecord.objects.filter(pattern=existing).update(
                     pattern=None, note=f"judged the version {existing.key} replaced"
                 )
+                _learned_score(existing, score, now)
                 return LearnResult(existing, "replaced", existing.key, similarity)
         pattern = SuccessPattern.objects.create(
             owner=owner,
@@ -214,10 +215,28 @@ def pattern_learn(
             updated_at=now,
             **content,
         )
+        _learned_score(pattern, score, now)
     duplicate = (
         existing.key if existing is not None and similarity >= maths.DUPLICATE_COSINE else ""
     )
     return LearnResult(pattern, "created", duplicate, similarity if duplicate else None)
+
+
+def _learned_score(pattern: SuccessPattern, score: float, now: datetime) -> EvalRecord:
+    """The score a run was learned with, as the first observation of its eval store (the
+    caller's judgement, like a refine), so eval-weighted recall ranks by it."""
+    return EvalRecord.objects.create(
+        owner_id=pattern.owner_id,
+        key=new_key("ev"),
+        pattern=pattern,
+        task=pattern.task,
+        source=EvalRecord.Source.EXTERNAL,
+        state=EvalRecord.State.DONE,
+        score=score,
+        note="the score it was learned with",
+        created_at=now,
+        finished_at=now,
+    )
 
 
 # --- recall ---------------------------------------------------------------------------------
@@ -233,20 +252,38 @@ class Recalled:
     eval_scores: list[float] = field(default_factory=list)
 
 
-def eval_scores_of(pattern_ids: Iterable[int]) -> dict[int, list[float]]:
-    """Each pattern's finished evaluation scores, oldest first (one query)."""
-    scores: dict[int, list[float]] = defaultdict(list)
+@dataclass(frozen=True)
+class Evals:
+    """A pattern's finished evaluation scores and their sources, oldest first."""
+
+    scores: list[float] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def multiplier(self) -> float:
+        return maths.quality_multiplier(self.scores, self.sources)
+
+
+def evaluations_of(pattern_ids: Iterable[int]) -> dict[int, Evals]:
+    """Each pattern's finished evaluations (scores and sources), oldest first (one query)."""
+    found: dict[int, Evals] = defaultdict(Evals)
     rows = (
         EvalRecord.objects.filter(
             pattern_id__in=list(pattern_ids), state=EvalRecord.State.DONE, score__isnull=False
         )
         .order_by("created_at", "id")
-        .values_list("pattern_id", "score")
+        .values_list("pattern_id", "score", "source")
     )
-    for pattern_id, score in rows:
+    for pattern_id, score, source in rows:
         if pattern_id is not None and score is not None:
-            scores[pattern_id].append(float(score))
-    return scores
+            found[pattern_id].scores.append(float(score))
+            found[pattern_id].sources.append(source)
+    return found
+
+
+def eval_scores_of(pattern_ids: Iterable[int]) -> dict[int, list[float]]:
+    """Each pattern's finished evaluation scores, oldest first (one query)."""
+    return {pk: evals.scores for pk, evals in evaluations_of(pattern_ids).items()}
 
 
 def pattern_recall(
@@ -283,11 +320,12 @@ def pattern_recall(
     if not pool:
         return []
     patterns = SuccessPattern.objects.defer("embedding").in_bulk(list(pool))
-    scores = eval_scores_of(pool)
+    evaluations = evaluations_of(pool)
     results: list[Recalled] = []
     for pk, similarity in pool.items():
         pattern = patterns[pk]
-        multiplier = maths.quality_multiplier(scores.get(pk, []))
+        evals = evaluations.get(pk, Evals())
+        multiplier = evals.multiplier
         age_days = max(0.0, (now - pattern.updated_at).total_seconds() / 86400.0)
         results.append(
             Recalled(
@@ -302,7 +340,7 @@ def pattern_recall(
                     eval_weighted=eval_weighted,
                     recency_weight=float(recency_weight),
                 ),
-                eval_scores=scores.get(pk, [])[-maths.MULTIPLIER_WINDOW :],
+                eval_scores=evals.scores[-maths.MULTIPLIER_WINDOW :],
             )
         )
     results.sort(key=lambda r: (-r.score, -r.similarity, r.pattern.key))
@@ -400,9 +438,9 @@ def pattern_refine(
 
 def quality_of(pattern: SuccessPattern) -> tuple[float, list[float]]:
     """The pattern's multiplier and the scores it reads (last five, oldest first)."""
-    scores = eval_scores_of([pattern.pk]).get(pattern.pk, [])
-    return maths.quality_multiplier(scores), scores[-maths.MULTIPLIER_WINDOW :]
+    evals = evaluations_of([pattern.pk]).get(pattern.pk, Evals())
+    return evals.multiplier, evals.scores[-maths.MULTIPLIER_WINDOW :]
 
 
-def recent_patterns(patterns: Sequence[SuccessPattern]) -> dict[int, list[float]]:
-    return eval_scores_of([p.pk for p in patterns])
+def recent_patterns(patterns: Sequence[SuccessPattern]) -> dict[int, Evals]:
+    return evaluations_of([p.pk for p in patterns])

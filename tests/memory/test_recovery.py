@@ -286,3 +286,39 @@ def test_the_sweep_reads_a_transcript_whose_capture_was_lost(
     again = pending_sweep()
     assert again["transcripts_read"] == 0
     assert LearningSignal.objects.filter(kind="transcript").count() == 1
+
+
+def test_a_failing_item_is_retried_with_back_off_and_given_up_after_the_limit(
+    owner: Any, logged_in: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.models import SweepFailure
+    from memory.services import recovery
+
+    signal = LearningSignal.objects.create(
+        owner=owner,
+        kind=LearningSignal.Kind.PROMPT,
+        text="Always use pnpm.",
+        digest="d",
+        created_at=timezone.now() - timedelta(hours=1),
+    )
+    calls: list[int] = []
+
+    def broken(*, signal_pk: int) -> int:
+        calls.append(signal_pk)
+        raise RuntimeError("the extractor broke")
+
+    monkeypatch.setattr(recovery, "signal_extract", broken)
+    now = timezone.now()
+    assert pending_sweep(now=now)["failed"] == 1
+    assert pending_sweep(now=now + timedelta(minutes=1))["failed"] == 0  # backing off
+    assert len(calls) == 1
+    when = now
+    for attempt in range(2, recovery.SWEEP_MAX_ATTEMPTS + 1):
+        when += recovery.SWEEP_BACKOFF * 2 ** (attempt - 2) + timedelta(seconds=1)
+        pending_sweep(now=when)
+        assert len(calls) == attempt
+    pending_sweep(now=when + timedelta(days=30))  # past the limit: never again
+    assert len(calls) == recovery.SWEEP_MAX_ATTEMPTS
+    assert SweepFailure.objects.get(object_id=signal.pk).attempts == recovery.SWEEP_MAX_ATTEMPTS
+    page = logged_in.get("/?panel=health").content.decode()
+    assert "1 background item(s) failed 5 times" in page

@@ -33,8 +33,9 @@ def test_learn_then_recall_over_rest(api: Client) -> None:
     result = body["results"][0]
     assert result["key"] == key
     assert set(result) >= {"key", "similarity", "quality_multiplier", "score"}
-    assert result["quality_multiplier"] == 0.75
-    assert result["score"] == pytest.approx(result["similarity"] * 0.75, abs=1e-5)
+    # The score it was learned with is its first evaluation: 0.5 + 0.5 * 8 / 10.
+    assert result["quality_multiplier"] == pytest.approx(0.9)
+    assert result["score"] == pytest.approx(result["similarity"] * 0.9, abs=1e-5)
 
 
 def test_a_skipped_duplicate_answers_200_with_the_existing_key(api: Client) -> None:
@@ -80,10 +81,10 @@ def test_refine_appends_a_score_and_changes_the_multiplier(api: Client, owner: A
     pattern = make_pattern(owner)
     response = post(api, f"/{pattern.key}/refine", {"eval_score": 4, "note": "CI pass rate .4"})
     assert response.status_code == HTTPStatus.CREATED
-    assert response.json()["quality_multiplier"] == pytest.approx(0.7)
-    assert response.json()["eval_scores"] == [4.0]
+    assert response.json()["quality_multiplier"] == pytest.approx(0.8)  # median of 8 and 4
+    assert response.json()["eval_scores"] == [8.0, 4.0]
     assert post(api, f"/{pattern.key}/refine", {"eval_score": 10.5}).status_code == 422
-    assert EvalRecord.objects.count() == 1
+    assert EvalRecord.objects.count() == 2
 
 
 def test_reused_adds_to_survival(api: Client, owner: Any) -> None:
@@ -107,7 +108,7 @@ def test_a_key_of_another_owner_is_404_everywhere(
         assert response.status_code == HTTPStatus.NOT_FOUND, path
         assert response.json()["code"] == "not_found"
     assert api.get(f"{BASE}/{theirs.key}").status_code == HTTPStatus.NOT_FOUND
-    assert not EvalRecord.objects.exists()
+    assert EvalRecord.objects.count() == 1  # only the score theirs was learned with
     assert SuccessPattern.objects.get(pk=theirs.pk).reuse_count == 0
 
 
@@ -122,7 +123,8 @@ def test_evaluate_without_a_key_answers_with_the_rubric_at_once(api: Client, own
     assert body["poll"] == f"{BASE}/evaluations/{body['key']}"
     assert api.get(body["poll"]).json()["key"] == body["key"]
     found = post(api, "/recall", {"task": pattern.task}).json()["results"][0]
-    assert found["quality_multiplier"] == 1.0
+    # Learned at 8, then a rubric 10 that counts a quarter: median(8, 6.25) = 7.125.
+    assert found["quality_multiplier"] == pytest.approx(0.85625)
 
 
 def test_evaluate_bare_code_flags_hard_coding(api: Client) -> None:

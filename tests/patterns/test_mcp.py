@@ -92,7 +92,7 @@ def test_the_pattern_tools_over_stdio(owner: Any, other_owner: Any) -> None:
         raise failure[0]
     assert seen["tools"] >= PATTERN_TOOLS
     assert seen["learned"]["outcome"] == "created"
-    assert seen["refined"]["quality_multiplier"] == pytest.approx(0.8)
+    assert seen["refined"]["quality_multiplier"] == pytest.approx(0.85)  # median(8 learned, 6)
     assert seen["recall"]["results"][0]["key"] == seen["learned"]["key"]
     assert seen["reused"]["reuse_count"] == 1
     assert seen["evaluated"]["source"] == "rubric"

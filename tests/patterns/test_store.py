@@ -47,8 +47,8 @@ def test_a_near_duplicate_replaces_a_worse_one_by_default(owner: Any) -> None:
     assert pattern.design == "COPY FROM STDIN"
     assert pattern.success_score == 9.0
     assert SuccessPattern.objects.count() == 1
-    # The old evaluation judged other code: it no longer ranks the key.
-    assert not EvalRecord.objects.filter(pattern=pattern).exists()
+    # The old evaluations judged other code: only the new score ranks the key.
+    assert list(EvalRecord.objects.filter(pattern=pattern).values_list("score", flat=True)) == [9.0]
 
 
 def test_a_near_duplicate_that_is_not_better_is_not_stored(owner: Any) -> None:
@@ -116,7 +116,8 @@ def test_eval_weighted_recall_ranks_by_quality(owner: Any) -> None:
 
 
 def test_recall_without_evaluations_uses_075(owner: Any) -> None:
-    make_pattern(owner)
+    pattern = make_pattern(owner)
+    EvalRecord.objects.filter(pattern=pattern).delete()
     found = pattern_recall(owner=owner, task="Slugify a title for a URL")
     assert found[0].quality_multiplier == 0.75
     assert found[0].score == pytest.approx(found[0].similarity * 0.75)
@@ -163,7 +164,7 @@ def test_refine_changes_ranking_and_never_survival(owner: Any) -> None:
     refreshed = SuccessPattern.objects.get(pk=pattern.pk)
     assert refreshed.success_score == 6.0
     found = pattern_recall(owner=owner, task="Slugify a title for a URL")[0]
-    assert found.quality_multiplier == pytest.approx(0.6)
+    assert found.quality_multiplier == pytest.approx(0.7)  # median of 6 and 2
 
 
 def test_a_key_of_another_owner_is_not_found_and_nothing_changes(
@@ -174,7 +175,7 @@ def test_a_key_of_another_owner_is_not_found_and_nothing_changes(
         pattern_refine(owner=owner, key=theirs.key, eval_score=5)
     with pytest.raises(NotFound):
         pattern_mark_reused(owner=owner, key=theirs.key)
-    assert not EvalRecord.objects.exists()
+    assert EvalRecord.objects.count() == 1  # only the score theirs was learned with
     assert SuccessPattern.objects.get(pk=theirs.pk).reuse_count == 0
 
 
@@ -213,3 +214,30 @@ def test_reuse_reanchors_the_aged_score(owner: Any) -> None:
     reused = pattern_mark_reused(owner=owner, key=pattern.key, now=now)
     assert reused.success_score == pytest.approx(8 * 0.98**5 + 0.1)
     assert reused.score_anchor == now
+
+
+def test_the_score_a_pattern_was_learned_with_ranks_it(owner: Any) -> None:
+    """Two patterns of one task, learned at 9.0 and at 3.0: equal similarity, and the 9.0 one
+    ranks first by its eval-store multiplier (seed 002)."""
+    low = make_pattern(owner, "Parse ISO dates in the billing export", eval_score=3.0)
+    high = make_pattern(owner, "Parse ISO dates in the billing export", eval_score=9.0)
+    for _ in range(3):
+        found = pattern_recall(owner=owner, task="Parse ISO dates in the billing export")
+        assert [r.pattern.key for r in found] == [high.key, low.key]
+    assert found[0].similarity == pytest.approx(found[1].similarity)
+    assert found[0].quality_multiplier == pytest.approx(0.95)
+    assert found[1].quality_multiplier == pytest.approx(0.65)
+    assert found[0].eval_scores == [9.0] and found[1].eval_scores == [3.0]
+
+
+def test_a_rubric_score_moves_the_multiplier_a_quarter_as_far_as_a_judge(owner: Any) -> None:
+    from patterns import maths
+
+    assert maths.quality_multiplier([10.0], ["rubric"]) == pytest.approx(0.8125)
+    assert maths.quality_multiplier([10.0], ["llm"]) == pytest.approx(1.0)
+    assert maths.quality_multiplier([0.0], ["rubric"]) == pytest.approx(0.6875)
+    assert maths.quality_multiplier([], []) == 0.75
+    for score in (0.0, 2.5, 7.0, 10.0):
+        rubric = maths.quality_multiplier([score], ["rubric"]) - 0.75
+        judge = maths.quality_multiplier([score], ["llm"]) - 0.75
+        assert abs(rubric) == pytest.approx(abs(judge) / 4)
