@@ -19,8 +19,8 @@ from dialectic.services.output import CLASSIFY_TASK, REFINE_TASK, output_decide
 from dialectic.services.synthesis import (
     SYNTHESIS_TASK,
     StageCounts,
-    draft_fallback,
     syntheses_make,
+    synthesis_fallback,
 )
 from dialectic.services.theses import theses_refresh
 from memory.models import ReviewItem
@@ -33,11 +33,11 @@ __all__ = [
     "antitheses_find",
     "clusters_assign",
     "consolidate",
-    "draft_fallback",
     "observations_embed",
     "output_decide",
     "review_open",
     "syntheses_make",
+    "synthesis_fallback",
     "theses_refresh",
 ]
 

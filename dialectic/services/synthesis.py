@@ -46,7 +46,7 @@ class StageCounts:
 
 
 @dataclass(frozen=True)
-class Draft:
+class SynthesisText:
     statement: str
     condition: str
     features: tuple[tuple[str, str], ...]
@@ -141,13 +141,13 @@ def _subsumed(thesis: Thesis, others: Sequence[Thesis]) -> bool:
     return False
 
 
-def draft_fallback(
+def synthesis_fallback(
     thesis: Thesis,
     against: Sequence[frozenset[tuple[str, str]]],
     support: Sequence[frozenset[tuple[str, str]]],
     against_rows: Sequence[Antithesis] | None = None,
     found: practice.Practice | None = None,
-) -> Draft:
+) -> SynthesisText:
     """ "T, except when C" from the antitheses' distinguishing features: the feature (or pair)
     with the best Q; no exception when no feature separates them."""
     label = thesis.cluster.label or "this kind of work"
@@ -160,13 +160,13 @@ def draft_fallback(
         for b in candidates[i + 1 :]
     ]
     if not options:
-        return Draft(habit, "", (), PRODUCER_HEURISTIC)
+        return SynthesisText(habit, "", (), PRODUCER_HEURISTIC)
     best = max(options, key=lambda c: (_quality(c, against, support).q, -len(c)))
     condition = " and ".join(feature_phrase(k, v) for k, v in best)
     alternative = _alternative(against_rows or [])
     if alternative:
         condition = f"{condition}: {alternative}"
-    return Draft(habit, condition, best, PRODUCER_HEURISTIC)
+    return SynthesisText(habit, condition, best, PRODUCER_HEURISTIC)
 
 
 def _alternative(against: Sequence[Antithesis]) -> str:
@@ -193,11 +193,11 @@ SYNTHESIS_SCHEMA: dict[str, Any] = {
 }
 
 
-def draft_llm(
+def synthesis_llm(
     thesis: Thesis,
     against: Sequence[frozenset[tuple[str, str]]],
     support: Sequence[frozenset[tuple[str, str]]],
-) -> Draft:
+) -> SynthesisText:
     """The synthesis worded by Claude, choosing its condition among the measured candidate
     features (so Q is measured on the data, not taken on trust). Raises LlmUnavailable."""
     candidates = maths.distinguishing_features(against, support, limit=8)
@@ -236,10 +236,10 @@ def draft_llm(
     if not statement:
         raise LlmUnavailable("invalid", "the synthesis has no statement")
     condition = str(answer.get("condition", "")).strip() if chosen else ""
-    return Draft(statement, condition, chosen, PRODUCER_LLM)
+    return SynthesisText(statement, condition, chosen, PRODUCER_LLM)
 
 
-def _no_practice(thesis: Thesis, draft: Draft, found: practice.Practice) -> str:
+def _no_practice(thesis: Thesis, draft: SynthesisText, found: practice.Practice) -> str:
     """Why a synthesis would not be worth proposing ("" when it is): its statement names no
     concrete practice, or its habit is one repeated command that only looks (`ls`, `git log`)."""
     text = draft.statement + (f" Except when {draft.condition}." if draft.condition else "")
@@ -346,11 +346,11 @@ def syntheses_make(
         support_f = [frozenset((str(k), str(v)) for k, v in row[2]) for row in support_rows]
         if triggered:
             try:
-                draft = draft_llm(thesis, against_f, support_f)
+                draft = synthesis_llm(thesis, against_f, support_f)
             except LlmUnavailable:
-                draft = draft_fallback(thesis, against_f, support_f, anti_rows, found)
+                draft = synthesis_fallback(thesis, against_f, support_f, anti_rows, found)
         else:
-            draft = Draft(
+            draft = SynthesisText(
                 _habit_sentence(thesis, thesis.cluster.label or "this kind of work", found),
                 "",
                 (),

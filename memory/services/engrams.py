@@ -129,7 +129,7 @@ def _relation(new: Engram, other: Engram, cosine: float) -> str | None:
 
 
 @dataclass
-class Draft:
+class LearnInput:
     """One validated learn request: the new engram's fields, nothing written yet."""
 
     fields: dict[str, Any]
@@ -149,7 +149,7 @@ class Draft:
         return str(self.fields["source"])
 
 
-def learn_draft(
+def learn_input(
     *,
     statement: str,
     scope: str = "global",
@@ -168,7 +168,7 @@ def learn_draft(
     visibility: str = Engram.Visibility.PRIVATE,
     valid_from: datetime | None = None,
     valid_until: datetime | None = None,
-) -> Draft:
+) -> LearnInput:
     """Step 1 of the write path: validate every field and scan the text (raises DomainError)."""
     statement = validation.text("statement", statement, limit=MAX_STATEMENT_CHARS, required=True)
     rationale = validation.text("rationale", rationale)
@@ -190,7 +190,7 @@ def learn_draft(
     if valid_from and valid_until and valid_until <= valid_from:
         raise InvalidInput("valid_until", "must be after valid_from")
     check_text(statement, rationale, trigger_context, domain, *tag_list, *contra)
-    return Draft(
+    return LearnInput(
         fields={
             "type": type,
             "scope": scope,
@@ -216,7 +216,7 @@ def learn_draft(
 
 def _build(
     owner: Any,
-    draft: Draft,
+    draft: LearnInput,
     *,
     engram_id: str,
     status: str,
@@ -338,7 +338,7 @@ def _relate(
     return outcome, related
 
 
-def _status(draft: Draft, auto_approve: bool) -> str:
+def _status(draft: LearnInput, auto_approve: bool) -> str:
     """Step 4: explicit instructions are active; inferred lessons wait unless auto-approved."""
     return Engram.Status.ACTIVE if draft.explicit or auto_approve else Engram.Status.CANDIDATE
 
@@ -374,9 +374,9 @@ def engram_learn(
 ) -> LearnResult:
     """The write path in DESIGN: scan, normalise and hash, recurrence, embed, relate, status.
 
-    `fields` are those of `learn_draft` (statement, scope, type, polarity, rationale, …).
+    `fields` are those of `learn_input` (statement, scope, type, polarity, rationale, …).
     """
-    draft = learn_draft(**fields)
+    draft = learn_input(**fields)
     results: list[LearnResult | DomainError | None] = [None]
     given = {0: vector} if vector is not None else _embed_new(owner, [(0, draft)])
     _learn_committed(
@@ -410,13 +410,13 @@ def engram_learn_batch(
     one), and bulk inserts.
     """
     results: list[LearnResult | DomainError | None] = [None] * len(items)
-    drafts: list[tuple[int, Draft]] = []
+    drafts: list[tuple[int, LearnInput]] = []
     for index, item in enumerate(items):
         try:
             unknown = set(item) - LEARN_FIELDS
             if unknown:
                 raise InvalidInput(sorted(unknown)[0], "unknown field")
-            drafts.append((index, learn_draft(**dict(item))))
+            drafts.append((index, learn_input(**dict(item))))
         except DomainError as exc:
             results[index] = exc
         except TypeError:
@@ -430,7 +430,7 @@ def engram_learn_batch(
     return done
 
 
-def _embed_new(owner: Any, drafts: Sequence[tuple[int, Draft]]) -> dict[int, np.ndarray]:
+def _embed_new(owner: Any, drafts: Sequence[tuple[int, LearnInput]]) -> dict[int, np.ndarray]:
     """Vectors of the drafts whose statement is not stored yet (an unlocked look), computed
     before the write transaction so no lock is held while the model runs. A statement stored
     meanwhile is a recurrence and its vector goes unused; one missed here is embedded inside."""
@@ -457,19 +457,19 @@ def _embed_new(owner: Any, drafts: Sequence[tuple[int, Draft]]) -> dict[int, np.
 
 def _learn_committed(
     owner: Any,
-    drafts: Sequence[tuple[int, Draft]],
+    drafts: Sequence[tuple[int, LearnInput]],
     results: list[LearnResult | DomainError | None],
     *,
     actor: str,
     now: datetime,
     vectors: Mapping[int, np.ndarray],
 ) -> None:
-    """`_learn_drafts` in a transaction; when a concurrent learn stored one of the statements
+    """`_learn_inputs` in a transaction; when a concurrent learn stored one of the statements
     first (the live-hash constraint), once more, where it is found and counts as a recurrence."""
     for attempt in range(LEARN_ATTEMPTS):
         try:
             with transaction.atomic():
-                _learn_drafts(owner, drafts, results, actor=actor, now=now, vectors=vectors)
+                _learn_inputs(owner, drafts, results, actor=actor, now=now, vectors=vectors)
             return
         except IntegrityError as exc:
             if not _live_hash_conflict(exc) or attempt == LEARN_ATTEMPTS - 1:
@@ -484,9 +484,9 @@ def _live_hash_conflict(exc: IntegrityError) -> bool:
     return "uniq_live_engram_hash" in text or "content_hash" in text
 
 
-def _learn_drafts(
+def _learn_inputs(
     owner: Any,
-    drafts: Sequence[tuple[int, Draft]],
+    drafts: Sequence[tuple[int, LearnInput]],
     results: list[LearnResult | DomainError | None],
     *,
     actor: str,
@@ -514,7 +514,7 @@ def _learn_drafts(
         )
         .select_for_update()
     }
-    fresh: list[tuple[int, Draft]] = []
+    fresh: list[tuple[int, LearnInput]] = []
     first: dict[tuple[str, str], int] = {}  # key -> position in fresh
     repeats: dict[tuple[str, str], list[tuple[int, str]]] = {}  # key -> (index, source)
     for index, draft in drafts:
