@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,14 +52,14 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def bootstrap(database_url: str | None) -> None:
+def bootstrap(database_url: str | None, *, eager: bool = True) -> None:
     data = tempfile.mkdtemp(prefix="engram-delivery-")
     os.environ.update(
         {
             "DATABASE_URL": database_url or f"sqlite:///{data}/engram.sqlite3",
             "ENGRAM_DATA_DIR": data,
             "REDIS_URL": "",
-            "CELERY_TASK_ALWAYS_EAGER": "1",
+            "CELERY_TASK_ALWAYS_EAGER": "1" if eager else "0",
             "ANTHROPIC_API_KEY": "",
             "LOG_LEVEL": "WARNING",
         }
@@ -73,6 +74,16 @@ def bootstrap(database_url: str | None) -> None:
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     call_command("migrate", verbosity=0)
+
+
+def start_worker() -> subprocess.Popen[bytes]:
+    """A Celery worker on the same data directory and database, as `engram run` starts one."""
+    command = [sys.executable, "-m", "celery", "-A", "engramsite", "worker"]
+    command += ["--loglevel", "WARNING", "--concurrency", "1", "--hostname", "bench@%h"]
+    worker = subprocess.Popen(command, cwd=str(Path(__file__).resolve().parent.parent))
+    time.sleep(5)  # let it connect before the first hook
+    log(f"worker started (pid {worker.pid})")
+    return worker
 
 
 def new_client(username: str) -> tuple[Any, Any]:
@@ -284,8 +295,17 @@ def main() -> int:
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--no-transcripts", action="store_true")
     parser.add_argument("--database-url", help="default: a fresh SQLite file (embedded)")
+    parser.add_argument(
+        "--worker",
+        action="store_true",
+        help="latency as deployed: capture queued on the embedded (filesystem) transport and run by "
+        "a real Celery worker process beside the hooks, not inline (implies --latency-only)",
+    )
     args = parser.parse_args()
-    bootstrap(args.database_url)
+    if args.worker:
+        args.latency_only = True
+    bootstrap(args.database_url, eager=not args.worker)
+    worker = start_worker() if args.worker else None
     from memory.maths import delivery
 
     if args.floor is not None or args.min_shared is not None:
@@ -322,6 +342,9 @@ def main() -> int:
         )  # fmt: skip
     if lat:
         print(table(lat, ["event", "engrams", "n", "p50", "p95", "with_context"]))
+    if worker is not None:
+        worker.terminate()
+        worker.wait(timeout=30)
     return 0
 
 
