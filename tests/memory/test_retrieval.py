@@ -151,9 +151,13 @@ def test_recall_breaks_ties_by_strength_not_insertion_order(owner: Any) -> None:
         ActivityDay(owner=owner, scope="global", day=(NOW - timedelta(days=d)).date())
         for d in range(1, 11)
     )
-    new = make_engram(owner, statement=old.statement, engram_id="ENG-NEW", now=NOW)
+    # One statement is live once per scope (uniq_live_engram_hash): the tie is a project's copy
+    # of a global lesson, both visible from the project.
+    new = make_engram(
+        owner, statement=old.statement, engram_id="ENG-NEW", scope="project:api", now=NOW
+    )
 
-    results = recall(owner=owner, query="indent python code", now=NOW)
+    results = recall(owner=owner, query="indent python code", scope="project:api", now=NOW)
 
     assert [r.id for r in results] == ["ENG-NEW", "ENG-OLD"]
     assert results[0].fused == pytest.approx(results[1].fused)
@@ -305,8 +309,10 @@ def test_inject_keeps_within_the_token_budget(owner: Any, deps: Any) -> None:
 
 @pytest.mark.sqlite
 def test_inject_skips_near_duplicates(owner: Any, deps: Any) -> None:
-    mk(owner, "P2", PIN + ".")
-    result = inject(owner=owner, prompt=DEPS_PROMPT, now=NOW)
+    # One statement is live once per scope (uniq_live_engram_hash): the duplicate is a project's
+    # copy of a global lesson, both visible from the project.
+    mk(owner, "P2", PIN + ".", scope="project:api")
+    result = inject(owner=owner, prompt=DEPS_PROMPT, scope="project:api", now=NOW)
     assert len({"P", "P2"} & set(ids(result.directives) + ids(result.consider))) == 1
 
 
