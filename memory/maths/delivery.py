@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from memory.maths.attribution import STOP_WORDS
@@ -107,17 +107,6 @@ def evidence(
     shared = sorted(engram_terms & prompt_terms, key=lambda t: (-weights[t], t))
     weight = math.fsum(weights[t] for t in shared)
     return Evidence(tuple(shared), weight / total if total > 0 else 0.0, weight)
-
-
-def document_frequencies(documents: Iterable[frozenset[str]]) -> tuple[dict[str, int], int]:
-    """(term → number of documents holding it, number of documents)."""
-    df: dict[str, int] = {}
-    n = 0
-    for doc in documents:
-        n += 1
-        for term in doc:
-            df[term] = df.get(term, 0) + 1
-    return df, n
 
 
 @dataclass(frozen=True)

@@ -734,15 +734,6 @@ def signals_today(*, owner: Any, now: datetime | None = None) -> int:
     return LearningSignal.objects.filter(owner=owner, created_at__gte=_day_start(now)).count()
 
 
-def signals_for(
-    *, owner: Any, session: AgentSession | None = None, limit: int = 50
-) -> list[LearningSignal]:
-    qs = LearningSignal.objects.filter(owner=owner)
-    if session is not None:
-        qs = qs.filter(session=session)
-    return list(qs.select_related("session").order_by("-created_at", "-pk")[:limit])
-
-
 def drafts_for(
     *, owner: Any, session: AgentSession | None = None, limit: int = 50
 ) -> list[LearningDraft]:

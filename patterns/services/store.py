@@ -281,11 +281,6 @@ def evaluations_of(pattern_ids: Iterable[int]) -> dict[int, Evals]:
     return found
 
 
-def eval_scores_of(pattern_ids: Iterable[int]) -> dict[int, list[float]]:
-    """Each pattern's finished evaluation scores, oldest first (one query)."""
-    return {pk: evals.scores for pk, evals in evaluations_of(pattern_ids).items()}
-
-
 def pattern_recall(
     *,
     owner: Any,
