@@ -472,13 +472,13 @@ def _learn_committed(
                 _learn_inputs(owner, drafts, results, actor=actor, now=now, vectors=vectors)
             return
         except IntegrityError as exc:
-            if not _live_hash_conflict(exc) or attempt == LEARN_ATTEMPTS - 1:
+            if not is_live_hash_conflict(exc) or attempt == LEARN_ATTEMPTS - 1:
                 raise
             for index, _ in drafts:
                 results[index] = None
 
 
-def _live_hash_conflict(exc: IntegrityError) -> bool:
+def is_live_hash_conflict(exc: IntegrityError) -> bool:
     """The live-hash constraint (PostgreSQL names it, SQLite names its columns)."""
     text = str(exc)
     return "uniq_live_engram_hash" in text or "content_hash" in text
@@ -674,7 +674,7 @@ def engram_update(
             with transaction.atomic():
                 engram.save()
         except IntegrityError as exc:
-            if not _live_hash_conflict(exc):
+            if not is_live_hash_conflict(exc):
                 raise
             raise Conflict(
                 "Another live engram in this scope already says this.", code="duplicate"
