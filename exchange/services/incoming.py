@@ -30,10 +30,17 @@ from exchange.models import Packet, PacketItem, Peer
 from exchange.packet import PacketError
 from memory import scanner
 from memory.errors import Conflict
+from memory.maths import textnorm
 from memory.models import Engram, Event, IdSequence
 from memory.search.legs import nearest
 from memory.services.activity import activity_mark
-from memory.services.engrams import InvalidInput, embed_texts, engram_build, engram_retire
+from memory.services.engrams import (
+    InvalidInput,
+    embed_texts,
+    engram_build,
+    engram_retire,
+    is_live_hash_conflict,
+)
 from memory.services.events import event_record
 from memory.validation import PromptInjectionDetected, SecretDetected, check_text
 
@@ -266,6 +273,10 @@ def _process(
     live engrams (exchange.fitness.source_cap_allowance), counted by key id, never by the name
     a packet claims. Items are taken in packet order; a convergent duplicate adds no engram and
     so uses none of the allowance; items past the allowance are rejected at `source_cap`.
+
+    Duplicate: an item whose statement a live engram of the import scope already holds (same
+    content hash, as the live-hash constraint judges it), or within cosine 0.9 of a live
+    engram, is a convergent duplicate of it, and the rest of the packet imports as usual.
     """
     abstracts: list[dict[str, Any]] = data["abstracts"]
     key_id = packet.key_id
@@ -309,6 +320,19 @@ def _process(
     active = Engram.objects.for_owner(owner).filter(status=Engram.Status.ACTIVE).count()
     allowance = fitness_maths.source_cap_allowance(active)
     held = PacketItem.objects.held_from_key(owner, key_id).count()
+    # Live engrams of the import scope that say what a survivor says: a convergent duplicate
+    # the nearest-neighbour look may miss (no embedding yet, an approximate index), and what
+    # the live-hash constraint would refuse as a new candidate.
+    same = {
+        e.content_hash: e
+        for e in Engram.objects.for_owner(owner)
+        .live()
+        .filter(
+            scope=IMPORT_SCOPE,
+            content_hash__in={textnorm.content_hash(abstracts[i]["statement"]) for i in survivors},
+        )
+        .defer("embedding")
+    }
     for index, vector in zip(survivors, vectors, strict=True):
         abstract = abstracts[index]
         if held >= allowance:
@@ -321,31 +345,41 @@ def _process(
                 f"{fitness_maths.SOURCE_CAP_MIN_ITEMS}) is {allowance}",
             )
             continue
-        match = nearest(owner=owner, vector=vector, limit=1)
-        if match and match[0][1] >= fitness_maths.DUPLICATE_COSINE:
-            local, cosine = match[0]
-            counted = _converge(
-                owner=owner, local=local, key_id=key_id, packet=packet, cosine=cosine,
-                actor=actor, now=now,
-            )  # fmt: skip
-            outcomes[index] = ItemOutcome(
-                abstract["id"],
-                PacketItem.Result.DUPLICATE,
-                "duplicate",
-                f"cosine {cosine:.2f} with {local.engram_id}; "
-                + ("derivation and adoption counted" if counted else "this key was counted before"),
-                local.engram_id,
+        digest = textnorm.content_hash(abstract["statement"])
+        local: Engram | None = same.get(digest)
+        cosine: float | None = None
+        if local is None:
+            match = nearest(owner=owner, vector=vector, limit=1)
+            if match and match[0][1] >= fitness_maths.DUPLICATE_COSINE:
+                local, cosine = match[0]
+        if local is None:
+            engram = _create_candidate(
+                owner=owner, abstract=abstract, vector=vector, packet=packet, actor=actor, now=now
             )
-            engrams[index] = local
-            continue
-        engram = _create_candidate(
-            owner=owner, abstract=abstract, vector=vector, packet=packet, actor=actor, now=now
-        )
-        held += 1
-        engrams[index] = engram
+            if engram is not None:
+                held += 1
+                same[digest] = engram
+                engrams[index] = engram
+                outcomes[index] = ItemOutcome(
+                    abstract["id"], PacketItem.Result.ACCEPTED, engram=engram.engram_id
+                )
+                continue
+            # A concurrent write stored the same statement first (the live-hash constraint).
+            local = _live_with_hash(owner, digest)
+        counted = _converge(
+            owner=owner, local=local, key_id=key_id, packet=packet, cosine=cosine,
+            actor=actor, now=now,
+        )  # fmt: skip
+        why = f"cosine {cosine:.2f} with" if cosine is not None else "same statement as"
         outcomes[index] = ItemOutcome(
-            abstract["id"], PacketItem.Result.ACCEPTED, engram=engram.engram_id
+            abstract["id"],
+            PacketItem.Result.DUPLICATE,
+            "duplicate",
+            f"{why} {local.engram_id}; "
+            + ("derivation and adoption counted" if counted else "this key was counted before"),
+            local.engram_id,
         )
+        engrams[index] = local
     reasons = [
         _reason(outcome.gate, outcome.reason, item=outcome.id)
         for outcome in outcomes
@@ -401,7 +435,7 @@ def _converge(
     local: Engram,
     key_id: str,
     packet: Packet,
-    cosine: float,
+    cosine: float | None,
     actor: str,
     now: datetime,
 ) -> bool:
@@ -432,7 +466,7 @@ def _converge(
         data={
             "key_id": key_id,
             "packet": packet.packet_id,
-            "cosine": round(cosine, 4),
+            **({"cosine": round(cosine, 4)} if cosine is not None else {"same_statement": True}),
             "derivation_count": locked.derivation_count + 1,
             "adoption_count": adoption + 1,
         },
@@ -449,8 +483,9 @@ def _create_candidate(
     packet: Packet,
     actor: str,
     now: datetime,
-) -> Engram:
-    """A new ABS- candidate on a 30-day trial from one accepted abstract."""
+) -> Engram | None:
+    """A new ABS- candidate on a 30-day trial from one accepted abstract; None (nothing written)
+    when a live engram of the import scope already holds its statement."""
     declared = abstract["exchange_metadata"]
     provenance = abstract["provenance"]
     instances = abstract["instances"]
@@ -494,7 +529,14 @@ def _create_candidate(
         },
         extra={"exchange": {"instances": list(instances), "license": abstract["license"]}},
     )
-    engram.save()
+    try:
+        # A savepoint: the conflict must not abort the packet's transaction.
+        with transaction.atomic():
+            engram.save()
+    except IntegrityError as exc:
+        if not is_live_hash_conflict(exc):
+            raise
+        return None
     event_record(
         owner=owner,
         event=Event.ENGRAM_CREATED,
@@ -514,6 +556,17 @@ def _create_candidate(
     )
     activity_mark(owner=owner, scope=IMPORT_SCOPE, when=now)
     return engram
+
+
+def _live_with_hash(owner: Any, digest: str) -> Engram:
+    """The live engram of the import scope with this content hash (one exists: it was just
+    refused as a duplicate by the live-hash constraint)."""
+    return (
+        Engram.objects.for_owner(owner)
+        .live()
+        .defer("embedding")
+        .get(scope=IMPORT_SCOPE, content_hash=digest)
+    )
 
 
 # --- peer decisions -------------------------------------------------------------------------
@@ -558,7 +611,10 @@ def peer_trust(
                 continue
             results.append(_process(owner=owner, packet=packet, data=data, actor=actor, now=now))
         for item in PacketItem.objects.quarantined(owner).filter(packet__key_id=peer.key_id):
-            _release(owner=owner, item=item, actor=actor, now=now)
+            try:
+                _release(owner=owner, item=item, actor=actor, now=now)
+            except Conflict:
+                continue  # stays quarantined: a live engram says it; a person discards it
     return results
 
 
@@ -690,13 +746,27 @@ def peer_add(
 
 
 def _release(*, owner: Any, item: PacketItem, actor: str, now: datetime) -> None:
+    """Put a quarantined item back on trial; Conflict (nothing written) when a live engram of
+    its scope has meanwhile come to say the same thing (the live-hash constraint)."""
     engram = item.engram
     if engram is not None:
         engram.status = Engram.Status.CANDIDATE
         engram.retired_at = None
         engram.provisional_until = now + timedelta(days=fitness_maths.TRIAL_DAYS)
         engram.updated_at = now
-        engram.save(update_fields=["status", "retired_at", "provisional_until", "updated_at"])
+        try:
+            with transaction.atomic():
+                engram.save(
+                    update_fields=["status", "retired_at", "provisional_until", "updated_at"]
+                )
+        except IntegrityError as exc:
+            if not is_live_hash_conflict(exc):
+                raise
+            engram.refresh_from_db()
+            raise Conflict(
+                f"{item.abstract_id}: a live engram already says this; discard the import.",
+                code="duplicate",
+            ) from None
         event_record(
             owner=owner,
             event=Event.TRIAL_RESTARTED,

@@ -48,6 +48,9 @@ _CODE_SPAN = re.compile(r"`([^`\n]{1,200})`")
 _FLAG = re.compile(r"^--?[A-Za-z][\w-]*$")
 _WORD = re.compile(r"^[a-z][a-z0-9_-]*$")
 MAX_TRIGGER_WORDS = 4
+# In Engram.extra of an error → fix lesson: {"tool", "failed", "fixed"}, the shapes of the
+# command that failed and of the one that worked (memory.maths.shell), stored at capture.
+ERROR_FIX_KEY = "error_fix"
 
 
 def _stem(word: str) -> str:
@@ -182,6 +185,35 @@ def failed_command(anti_pattern: str) -> str:
     """The command an error → fix lesson warns against: its first `code span`, else the text."""
     match = _CODE_SPAN.search(anti_pattern)
     return (match.group(1) if match else anti_pattern).strip()
+
+
+def fixed_marker(fixed: str, failed: str) -> str:
+    """The first word of the command that worked which the failed one lacks ("" if none): a
+    tool input holding it is already the fix (`.venv/bin/pytest` of `.venv/bin/pytest
+    tests/*.py` against `pytest tests/*.py`)."""
+    before = set(failed.split())
+    return next((word for word in fixed.split() if word not in before), "")
+
+
+def error_fix_commands(statement: str, extra: Mapping[str, object] | None) -> tuple[str, str]:
+    """(the command an error → fix lesson warns about, the word only its fix has) for
+    PreToolUse.
+
+    From the shapes stored with the lesson when it was captured (`extra["error_fix"]`), so
+    any wording matches. A lesson captured before they were stored falls back to its words:
+    the first code span of its anti-pattern, and the last code span of the statement that is
+    not that command ("When `Y` is not found, run … `X`." and "use `X` instead of `Y`": X
+    worked).
+    """
+    extra = extra or {}
+    stored = extra.get(ERROR_FIX_KEY)
+    if isinstance(stored, Mapping):
+        failed, fixed = stored.get("failed"), stored.get("fixed")
+        if isinstance(failed, str) and failed.strip():
+            return failed.strip(), fixed_marker(fixed if isinstance(fixed, str) else "", failed)
+    failed = failed_command(str(extra.get("anti_pattern") or ""))
+    spans = [span for span in code_spans(statement) if span.strip() != failed.strip()]
+    return failed, fixed_marker(spans[-1] if spans else "", failed)
 
 
 def tool_trigger(command: str) -> str:

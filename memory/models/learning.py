@@ -39,6 +39,9 @@ class LearningSignal(models.Model):
     text = models.TextField()
     digest = models.CharField(max_length=64, blank=True, default="")
     redacted = models.JSONField(default=list, blank=True)
+    # Error → fix signals: {"tool", "failed", "fixed"}, the shapes of the command that failed
+    # and of the one that worked (memory.maths.shell); {} for other signals and older rows.
+    fix = models.JSONField(default=dict, blank=True)
     scope = models.CharField(max_length=200, default="global")
     # Transcript deltas: the byte range of the transcript they cover.
     offset_start = models.BigIntegerField(default=0)

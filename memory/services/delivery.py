@@ -427,16 +427,6 @@ class ToolLesson:
 _tool_cache: dict[int, tuple[float, list[ToolLesson]]] = {}
 
 
-def _fixed_marker(statement: str, failed: str) -> str:
-    """The first word of the command that worked which the failed one lacks ("" if none): an
-    input holding it is already the fix: the last code span of the statement that is not the
-    failed command ("When `Y` is not found, run … `X`." and "use `X` instead of `Y`": X worked)."""
-    spans = [span for span in maths.code_spans(statement) if span.strip() != failed.strip()]
-    fixed = spans[-1] if spans else ""
-    before = set(failed.split())
-    return next((word for word in fixed.split() if word not in before), "")
-
-
 def tool_lessons(owner_id: int) -> list[ToolLesson]:
     """Reminder-level engrams and error → fix lessons (active, or recurred candidates)."""
     cached = _tool_cache.get(owner_id)
@@ -473,9 +463,8 @@ def tool_lessons(owner_id: int) -> list[ToolLesson]:
         for pk, eid, statement, scope, trigger, extra, since, until in rows:
             fixed = ""
             if kind == "fix":
-                failed = maths.failed_command(str((extra or {}).get("anti_pattern") or ""))
+                failed, fixed = maths.error_fix_commands(statement, extra)
                 trigger = trigger or maths.tool_trigger(failed)
-                fixed = _fixed_marker(statement, failed)
                 if not trigger:
                     continue
             lessons.append(

@@ -472,13 +472,13 @@ def _learn_committed(
                 _learn_inputs(owner, drafts, results, actor=actor, now=now, vectors=vectors)
             return
         except IntegrityError as exc:
-            if not _live_hash_conflict(exc) or attempt == LEARN_ATTEMPTS - 1:
+            if not is_live_hash_conflict(exc) or attempt == LEARN_ATTEMPTS - 1:
                 raise
             for index, _ in drafts:
                 results[index] = None
 
 
-def _live_hash_conflict(exc: IntegrityError) -> bool:
+def is_live_hash_conflict(exc: IntegrityError) -> bool:
     """The live-hash constraint (PostgreSQL names it, SQLite names its columns)."""
     text = str(exc)
     return "uniq_live_engram_hash" in text or "content_hash" in text
@@ -674,7 +674,7 @@ def engram_update(
             with transaction.atomic():
                 engram.save()
         except IntegrityError as exc:
-            if not _live_hash_conflict(exc):
+            if not is_live_hash_conflict(exc):
                 raise
             raise Conflict(
                 "Another live engram in this scope already says this.", code="duplicate"
@@ -718,13 +718,30 @@ def engram_activate(
     """Move a candidate or dormant engram to active."""
     now = timezone.now()
     with transaction.atomic():
-        previous = engram.activate(now=now)
+        previous = engram_revive(engram, now=now)
         if previous is None:
             return False
         event_record(
             owner=owner, event=event, engram=engram, actor=actor, data={"from": previous}, when=now
         )
     return True
+
+
+def engram_revive(engram: Engram, *, now: datetime) -> str | None:
+    """`Engram.activate` in a savepoint: Conflict (code `duplicate`, nothing written) when a
+    retired engram would come back beside a live one that says the same in its scope."""
+    try:
+        with transaction.atomic():
+            return engram.activate(now=now)
+    except IntegrityError as exc:
+        if not is_live_hash_conflict(exc):
+            raise
+        engram.refresh_from_db()
+        raise Conflict(
+            f"{engram.engram_id} cannot come back: another live engram in its scope already "
+            "says this.",
+            code="duplicate",
+        ) from None
 
 
 def engram_consolidate(*, owner: Any, engram: Engram, actor: str = "person") -> Engram:

@@ -7,13 +7,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory import interop, scanner, validation
-from memory.errors import DomainError, InvalidInput
-from memory.maths import textnorm
+from memory.errors import Conflict, DomainError, InvalidInput
 from memory.models import Engram, Event, IdSequence, ReviewItem
 from memory.services.activity import activity_mark
 from memory.services.engrams import embed_texts, engram_build
@@ -24,6 +23,7 @@ from memory.validation import SCOPE_RE
 RECORD_KEY = "_record"
 ID_RE = interop.ENGRAM_ID_RE
 EMBED_BATCH = 64
+WRITE_ATTEMPTS = 3  # a concurrent write of one of the statements: drop it as a duplicate, retry
 
 
 class ImportRejected(DomainError):
@@ -316,14 +316,18 @@ def engrams_import(
         if rid and (rid in existing_ids or rid in seen_ids):
             report.skipped_existing += 1
             continue
-        key = (record.get("scope") or "global", textnorm.content_hash(record["statement"]))
-        if key in existing_hashes:
-            report.duplicates += 1
-            continue
-        existing_hashes.add(key)
+        engram = _engram_from_record(owner, record, now)
+        # One live engram per statement and scope (uniq_live_engram_hash); retired ones are
+        # history and never collide.
+        if engram.status != Engram.Status.RETIRED:
+            key = (engram.scope, engram.content_hash)
+            if key in existing_hashes:
+                report.duplicates += 1
+                continue
+            existing_hashes.add(key)
         if rid:
             seen_ids.add(rid)
-        fresh.append(_engram_from_record(owner, record, now))
+        fresh.append(engram)
     if dry_run:
         report.created = len(fresh)
         return report
@@ -337,35 +341,96 @@ def engrams_import(
             engram.embedding_model = MODEL_ID
         if progress:
             progress(min(start + EMBED_BATCH, len(fresh)), len(fresh))
-    with transaction.atomic():
-        for engram in fresh:
-            if not engram.engram_id or not ID_RE.match(engram.engram_id):
-                engram.engram_id = IdSequence.next_id(owner=owner, prefix="ENG", when=now)
-        Engram.objects.insert_new(fresh)
-        created = list(
-            Engram.objects.for_owner(owner).filter(engram_id__in=[e.engram_id for e in fresh])
-        )
-        ReviewItem.objects.bulk_create(
-            ReviewItem(
-                owner=owner,
-                kind=ReviewItem.Kind.CANDIDATE,
-                engram=e,
-                reason="Imported as a candidate",
-            )
-            for e in created
-            if e.status == Engram.Status.CANDIDATE
-        )
-        events_record(
-            owner,
-            [(Event.ENGRAM_CREATED, e, {"source": "import", "format": fmt}) for e in created],
-            actor=actor,
-            when=now,
-        )
-        for scope in {e.scope for e in created}:
-            activity_mark(owner=owner, scope=scope, when=now)
+    drawn = [e for e in fresh if not ID_RE.match(e.engram_id or "")]
+    for attempt in range(WRITE_ATTEMPTS):
+        for engram in drawn:
+            # Drawn inside the write; one drawn in a rolled-back attempt was given back.
+            engram.engram_id = ""
+        try:
+            with transaction.atomic():
+                _write_new(owner, fresh, fmt=fmt, actor=actor, now=now)
+            break
+        except IntegrityError:
+            # A concurrent write (a learn, another import) stored one of these statements, or
+            # ids, between the look above and this insert: those are skipped now, the rest
+            # goes in. Any other integrity error stands.
+            fresh, by_id, by_hash = _drop_now_stored(owner, fresh)
+            if not (by_id or by_hash):
+                raise
+            kept = {id(e) for e in fresh}
+            drawn = [e for e in drawn if id(e) in kept]
+            report.skipped_existing += by_id
+            report.duplicates += by_hash
+            if attempt == WRITE_ATTEMPTS - 1:
+                raise Conflict(
+                    "The store changed under this import several times; nothing was imported. "
+                    "Try again.",
+                    code="busy",
+                ) from None
     report.created = len(fresh)
     report.ids = [e.engram_id for e in fresh]
     return report
+
+
+def _write_new(owner: Any, fresh: list[Engram], *, fmt: str, actor: str, now: datetime) -> None:
+    """Insert the new engrams with their ids, review items, events and activity (one
+    transaction of the caller)."""
+    for engram in fresh:
+        if not engram.engram_id:
+            engram.engram_id = IdSequence.next_id(owner=owner, prefix="ENG", when=now)
+    Engram.objects.insert_new(fresh)
+    created = list(
+        Engram.objects.for_owner(owner).filter(engram_id__in=[e.engram_id for e in fresh])
+    )
+    ReviewItem.objects.bulk_create(
+        ReviewItem(
+            owner=owner,
+            kind=ReviewItem.Kind.CANDIDATE,
+            engram=e,
+            reason="Imported as a candidate",
+        )
+        for e in created
+        if e.status == Engram.Status.CANDIDATE
+    )
+    events_record(
+        owner,
+        [(Event.ENGRAM_CREATED, e, {"source": "import", "format": fmt}) for e in created],
+        actor=actor,
+        when=now,
+    )
+    for scope in {e.scope for e in created}:
+        activity_mark(owner=owner, scope=scope, when=now)
+
+
+def _drop_now_stored(owner: Any, fresh: list[Engram]) -> tuple[list[Engram], int, int]:
+    """After a rolled-back write: drop the engrams whose given id is now taken, or whose
+    statement a live engram of their scope now holds; the rest are made new again. Returns
+    them and how many were dropped by id and by statement."""
+    mine = Engram.objects.for_owner(owner)
+    taken = set(
+        mine.filter(engram_id__in=[e.engram_id for e in fresh if e.engram_id]).values_list(
+            "engram_id", flat=True
+        )
+    )
+    stored = set(
+        mine.live()
+        .filter(content_hash__in={e.content_hash for e in fresh})
+        .values_list("scope", "content_hash")
+    )
+    kept: list[Engram] = []
+    by_id = by_hash = 0
+    for engram in fresh:
+        if engram.engram_id in taken:
+            by_id += 1
+        elif (
+            engram.status != Engram.Status.RETIRED and (engram.scope, engram.content_hash) in stored
+        ):
+            by_hash += 1
+        else:
+            engram.pk = None
+            engram._state.adding = True
+            kept.append(engram)
+    return kept, by_id, by_hash
 
 
 EXPORT_FORMATS = ("plur-yaml",)

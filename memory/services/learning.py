@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from memory import scanner
 from memory.errors import DomainError, InvalidInput, NotFound
+from memory.maths import delivery as delivery_maths
 from memory.maths import learning, textnorm
 from memory.models import (
     AgentSession,
@@ -325,11 +326,23 @@ def fixes_capture(*, session: AgentSession, now: datetime) -> int:
             label="error_fix",
             text=first or fix.statement,
             digest=digest,
+            fix={"tool": fix.tool, "failed": fix.failed_shape, "fixed": fix.fixed_shape},
             scope=session.scope,
             created_at=now,
         )
         made += 1
     return made
+
+
+def error_fix_of(signal: LearningSignal) -> dict[str, str]:
+    """The shapes an error → fix signal stored (tool, failed, fixed), or {} (another kind of
+    signal, or one captured before they were stored)."""
+    data = signal.fix if signal.kind == LearningSignal.Kind.ERROR_FIX else None
+    if not isinstance(data, dict) or not isinstance(data.get("failed"), str):
+        return {}
+    if not data["failed"].strip():
+        return {}
+    return {name: str(data.get(name) or "") for name in ("tool", "failed", "fixed")}
 
 
 # --- extraction ------------------------------------------------------------------------------
@@ -350,7 +363,8 @@ def _heuristic(signal: LearningSignal) -> list[Sourced]:
             polarity="do",
             tier=learning.TIER_INFERRED,
             type="procedural",
-            # What the lesson warns about: PreToolUse delivers it when that command runs again.
+            # What the lesson warns about, for attribution; PreToolUse matches the command's
+            # shape stored on the signal (`error_fix_of`), whatever the wording.
             anti_pattern=learning.failed_of(statement) or learning.anti_pattern_of(statement),
             tags=learning.tags_of(statement),
             rationale=statement,
@@ -567,10 +581,22 @@ def draft_write(
         if promoted is not None:
             engram = row.engram = promoted
             row.result = "recurrence"
+    fix = error_fix_of(signal)
+    if (
+        row.result == "recurrence"
+        and fix
+        and not (engram.extra or {}).get(delivery_maths.ERROR_FIX_KEY)
+    ):
+        # A lesson captured before the shapes were stored learns them when it recurs.
+        extra = {**(engram.extra or {}), delivery_maths.ERROR_FIX_KEY: fix}
+        Engram.objects.filter(pk=engram.pk).update(extra=extra)
+        engram.extra = extra
     if row.result != "recurrence":
         extra = dict(engram.extra or {})
         if draft.anti_pattern:
             extra["anti_pattern"] = draft.anti_pattern[:300]
+        if fix:
+            extra[delivery_maths.ERROR_FIX_KEY] = fix
         extra["learning"] = {
             "tier": tier,
             "signal": signal.pk,

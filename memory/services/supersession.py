@@ -14,6 +14,7 @@ from django.db.models import Q
 
 from memory.maths import learning, textnorm
 from memory.models import Engram, Event, LearningDraft, LearningSignal, ReviewItem
+from memory.services.engrams import engram_revive
 from memory.services.events import event_record
 from memory.services.review import kind_register
 
@@ -149,13 +150,14 @@ def superseded_apply(
         return {"replaced": old.engram_id}
     if action != "restore" or old is None:
         return {"kept": new.engram_id if new else ""}
+    # The newer one goes first: it may say what the old one says (the live-hash constraint).
+    retired = new if new is not None and new.retire(now=now) is not None else None
     engram_restore(owner=owner, engram=old, actor=actor, now=now)
-    if new is not None and new.status != Engram.Status.RETIRED:
-        new.retire(now=now)
+    if retired is not None:
         event_record(
             owner=owner,
             event=Event.ENGRAM_RETIRED,
-            engram=new,
+            engram=retired,
             actor=actor,
             data={"reason": f"{old.engram_id} restored"},
             when=now,
@@ -174,9 +176,9 @@ def review_kinds_register() -> None:
 
 def engram_restore(*, owner: Any, engram: Engram, actor: str, now: datetime) -> Engram:
     """Bring a superseded (or undone) engram back: active, no longer superseded."""
+    engram_revive(engram, now=now)
     engram.superseded_by = None
     engram.save(update_fields=["superseded_by"])
-    engram.activate(now=now)
     event_record(owner=owner, event=Event.ENGRAM_RESTORED, engram=engram, actor=actor, when=now)
     return engram
 

@@ -153,3 +153,16 @@ def test_peer_decisions_are_not_offered_to_tokens(api: Client) -> None:
             HTTPStatus.NOT_FOUND,
             HTTPStatus.METHOD_NOT_ALLOWED,
         }
+
+
+def test_an_abstract_a_live_engram_already_states_is_a_duplicate_not_a_500(
+    api: Client, owner: Any
+) -> None:
+    local = make_engram(owner, statement=LESSONS[4], embedding=None)
+    trust(owner)
+    data = wire(signed([abstract_item(LESSONS[4]), abstract_item(LESSONS[5])]))
+    response = post_raw(api, "/packets", data)
+    assert response.status_code == HTTPStatus.OK
+    duplicate, accepted = response.json()["items"]
+    assert (duplicate["result"], duplicate["engram"]) == ("duplicate", local.engram_id)
+    assert accepted["result"] == "accepted"

@@ -428,3 +428,54 @@ def test_an_accepted_item_is_a_candidate_abstract_on_a_thirty_day_trial(owner: A
     assert engram.provenance["exchange"]["key_id"] == ALICE.key_id
     assert engram.exchange_metadata["adoption_count"] == 4
     assert LifecycleEvent.objects.filter(event="engram_created", engram=engram).exists()
+
+
+@pytest.mark.sqlite
+def test_an_abstract_saying_what_a_live_engram_says_is_a_duplicate_not_a_500(owner: Any) -> None:
+    # No embedding, so the nearest-neighbour look cannot see it: only the content hash can.
+    local = make_engram(owner, statement=LESSONS[0], embedding=None)
+    trust(owner)
+    items = [abstract_item(LESSONS[0].upper()), abstract_item(LESSONS[1])]
+    result = packet_import(owner=owner, raw=wire(signed(items)))
+    assert result.status == "accepted"
+    assert [(i.result, i.gate) for i in result.items] == [
+        ("duplicate", "duplicate"),
+        ("accepted", ""),
+    ]
+    assert result.items[0].engram == local.engram_id
+    assert "same statement" in result.items[0].reason
+    local.refresh_from_db()
+    assert local.derivation_count == 2
+    assert local.exchange_metadata["adopted_by"] == [ALICE.key_id]
+    assert Engram.objects.filter(content_hash=local.content_hash).count() == 1
+    stored = PacketItem.objects.filter(packet__packet_id=result.packet_id).order_by("position")
+    assert [(i.result, i.engram_id) for i in stored] == [
+        ("duplicate", local.pk),
+        ("accepted", Engram.objects.get(engram_id=result.items[1].engram).pk),
+    ]
+
+
+@pytest.mark.sqlite
+def test_releasing_an_import_a_live_engram_now_says_is_refused_not_a_500(owner: Any) -> None:
+    from memory.errors import Conflict
+    from memory.services.engrams import engram_learn
+
+    peer = trust(owner)
+    packet_import(owner=owner, raw=wire(SAMPLE))
+    incoming.peer_revoke(owner=owner, peer=peer)
+    # While it was quarantined (retired), the person learned the same lesson.
+    learned = engram_learn(owner=owner, statement=LESSONS[0], scope="global").engram
+    first, second = PacketItem.objects.order_by("position")
+    with pytest.raises(Conflict) as refused:
+        incoming.item_release(owner=owner, item=first)
+    assert refused.value.code == "duplicate"
+    first.refresh_from_db()
+    assert first.trial == "quarantined"
+    assert first.engram is not None and first.engram.status == "retired"
+    # Trusting the key again releases what it can and leaves the duplicate for a person.
+    incoming.peer_trust(owner=owner, peer=peer)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.trial, second.trial) == ("quarantined", "on_trial")
+    live = Engram.objects.for_owner(owner).live().filter(content_hash=learned.content_hash)
+    assert list(live) == [learned]

@@ -303,3 +303,15 @@ def test_packet_detail_and_quarantined_item_release(logged_in: Client, owner: An
     assert response.status_code == HTTPStatus.FOUND
     item.refresh_from_db()
     assert item.trial == "on_trial"
+
+
+def test_uploading_an_abstract_a_live_engram_already_states_shows_a_duplicate(
+    logged_in: Client, owner: Any
+) -> None:
+    local = make_engram(owner, statement=LESSONS[4], embedding=None)
+    trust(owner)
+    data = wire(signed([abstract_item(LESSONS[4]), abstract_item(LESSONS[5])]))
+    response = logged_in.post("/exchange/incoming/upload/", {"packet": upload(data)})
+    assert response.status_code == HTTPStatus.OK
+    assert "duplicate" in text(response) and local.engram_id in text(response)
+    assert PacketItem.objects.filter(result="accepted").count() == 1

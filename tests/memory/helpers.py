@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import threading
+from collections.abc import Callable
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from django.db import connection, transaction
 from django.utils import timezone
 
 from lib.embedder import MODEL_ID, get_embedder
@@ -77,3 +80,67 @@ def link(source: Engram, target: Engram, strength: float, **overrides: Any) -> A
     }
     fields.update(overrides)
     return Association.objects.create(**fields)
+
+
+RACE_WAIT = 60  # seconds; a bound so a broken race test fails instead of hanging
+
+
+def behind_uncommitted(hold: Callable[[], Any], act: Callable[[], Any]) -> tuple[Any, Any]:
+    """Run `act` while `hold`'s writes are still uncommitted, on PostgreSQL, deterministically.
+
+    `hold` runs in a thread inside a transaction; once it has written, `act` runs in another
+    thread; when `act` waits on a lock (a unique index behind `hold`'s row) or has finished,
+    `hold` commits. Returns both results; an exception in either thread is raised here. Needs
+    `django_db(transaction=True)`.
+    """
+    held = threading.Event()
+    release = threading.Event()
+    results: dict[str, Any] = {}
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            with transaction.atomic():
+                results["hold"] = hold()
+                held.set()
+                release.wait(RACE_WAIT)
+        except BaseException as exc:  # raised in the caller's thread below
+            errors.append(exc)
+        finally:
+            held.set()
+            connection.close()
+
+    def second() -> None:
+        try:
+            results["act"] = act()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    held.wait(RACE_WAIT)
+    actor = threading.Thread(target=second)
+    actor.start()
+    for _ in range(RACE_WAIT * 20):
+        if not actor.is_alive() or _lock_waiters():
+            break
+        threading.Event().wait(0.05)
+    release.set()
+    holder.join(RACE_WAIT)
+    actor.join(RACE_WAIT)
+    if errors:
+        raise errors[0]
+    return results["hold"], results["act"]
+
+
+def _lock_waiters() -> int:
+    """Backends of this database waiting on a lock."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0

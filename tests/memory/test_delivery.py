@@ -10,8 +10,9 @@ import pytest
 from django.test import Client
 
 from memory.maths import delivery as maths
-from memory.models import AgentSession, Engram, Injection
-from memory.services import learning
+from memory.models import AgentSession, Engram, Injection, LearningSignal
+from memory.services import delivery, learning
+from memory.services.engrams import engram_update
 
 URL = "/api/v1/hooks/claude-code"
 CWD = "/home/dev/shop"
@@ -271,3 +272,82 @@ def test_the_session_page_shows_what_was_delivered_and_why(
     assert rule in page
     assert "store the order timestamps in UTC" in page
     assert "coverage" in page and "utc" in page
+
+
+def fix_lesson(api: Client) -> Engram:
+    fail_then_fix(api, "monday")
+    fail_then_fix(api, "tuesday")
+    return Engram.objects.get()
+
+
+PYTEST_AGAIN = {"tool_name": "Bash", "tool_input": {"command": "pytest tests/test_users.py -x"}}
+FIXED = {"tool_name": "Bash", "tool_input": {"command": ".venv/bin/pytest -x"}}
+
+
+@pytest.mark.django_db
+def test_the_failed_and_fixed_commands_are_stored_as_shapes_with_the_lesson(api: Client) -> None:
+    lesson = fix_lesson(api)
+    assert lesson.extra["error_fix"] == {
+        "tool": "Bash",
+        "failed": "pytest tests/*.py",
+        "fixed": ".venv/bin/pytest tests/*.py",
+    }
+    signal = LearningSignal.objects.filter(kind="error_fix").first()
+    assert signal is not None and signal.fix == lesson.extra["error_fix"]
+
+
+@pytest.mark.django_db
+def test_a_fix_reworded_without_a_code_span_still_matches_by_its_stored_shape(
+    api: Client, owner: Any
+) -> None:
+    lesson = fix_lesson(api)
+    engram_update(
+        owner=owner,
+        engram=lesson,
+        changes={"statement": "Run the test runner from the project's virtualenv."},
+    )
+    assert maths.code_spans(Engram.objects.get().statement) == []
+    answer = context(hook(api, "PreToolUse", "wednesday", **PYTEST_AGAIN))
+    assert f"[{lesson.engram_id}]" in answer
+    # The command that worked is known from the data, not the wording: it gets nothing.
+    assert hook(api, "PreToolUse", "thursday", **FIXED) == {}
+
+
+@pytest.mark.django_db
+def test_an_llm_worded_fix_lesson_matches_by_its_stored_shape(
+    api: Client, fake_claude: Any, settings: Any
+) -> None:
+    settings.ENGRAM_LLM_RETRIES = 0
+    lesson = {
+        "statement": "Run the test runner from the project's virtualenv.",
+        "type": "procedural",
+        "polarity": "do",
+        "tier": "C",
+    }
+    fake_claude.on("memory.learning_extract", lambda body: {"lessons": [lesson]})
+    lesson_row = fix_lesson(api)
+    assert lesson_row.statement == lesson["statement"]
+    assert lesson_row.derivation_count == 2
+    answer = context(hook(api, "PreToolUse", "wednesday", **PYTEST_AGAIN))
+    assert f"[{lesson_row.engram_id}]" in answer
+    assert hook(api, "PreToolUse", "thursday", **FIXED) == {}
+
+
+@pytest.mark.django_db
+def test_a_fix_lesson_captured_before_the_shapes_were_stored_matches_by_its_wording(
+    api: Client,
+) -> None:
+    lesson = fix_lesson(api)
+    # As a row written before the shapes were stored: the wording is all there is.
+    extra = {k: v for k, v in lesson.extra.items() if k != "error_fix"}
+    Engram.objects.filter(pk=lesson.pk).update(extra=extra)
+    LearningSignal.objects.update(fix={})
+    delivery.cache_clear()
+    answer = context(hook(api, "PreToolUse", "wednesday", **PYTEST_AGAIN))
+    assert f"[{lesson.engram_id}]" in answer
+    assert hook(api, "PreToolUse", "thursday", **FIXED) == {}
+    # When it recurs, it learns the shapes.
+    fail_then_fix(api, "friday")
+    lesson.refresh_from_db()
+    assert lesson.derivation_count == 3
+    assert lesson.extra["error_fix"]["failed"] == "pytest tests/*.py"

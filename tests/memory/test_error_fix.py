@@ -50,6 +50,11 @@ def test_a_missing_program_fixed_from_the_virtualenv_is_one_general_lesson() -> 
         "When `pytest` is not found, run it from the project's virtualenv: "
         "`source .venv/bin/activate && pytest tests/*.py -x`."
     )
+    # The commands as data, whatever the wording: what failed (its main command) and what worked.
+    assert (fix.failed_shape, fix.fixed_shape) == (
+        "pytest tests/*.py -x",
+        "source .venv/bin/activate && pytest tests/*.py -x",
+    )
 
 
 def test_the_same_error_on_other_files_words_the_same_lesson() -> None:

@@ -118,3 +118,27 @@ def test_an_over_long_field_rejects_the_file_with_its_name(owner: Any) -> None:
         engrams_import(owner=owner, text=text, fmt="plur-yaml")
     assert info.value.details == {"line": None, "field": "engram_id", "index": 1}
     assert not Engram.objects.exists()
+
+
+def test_a_statement_a_live_engram_holds_is_skipped_as_a_duplicate(owner: Any) -> None:
+    from memory.services.engrams import engram_learn
+
+    statement = "Run the migration linter before committing schema changes."
+    learned = engram_learn(owner=owner, statement=statement, scope="project:billing").engram
+    report = engrams_import(owner=owner, text=PLUR_YAML, fmt="plur-yaml")
+    assert (report.total, report.created, report.duplicates) == (3, 2, 1)
+    live = Engram.objects.exclude(status="retired").filter(content_hash=learned.content_hash)
+    assert list(live) == [learned]
+
+
+def test_a_retired_and_a_live_copy_of_one_statement_both_import(owner: Any) -> None:
+    # An export with include_retired holds a retired rule and its live re-learned twin.
+    records = interop.parse_plur_yaml(PLUR_YAML)[:1]
+    retired = {**records[0], "status": "retired"}
+    live = {**records[0], "engram_id": "ENG-2026-0130-001"}
+    text = interop.dump_plur_yaml([retired, live])
+    report = engrams_import(owner=owner, text=text, fmt="plur-yaml")
+    assert (report.created, report.duplicates) == (2, 0)
+    assert sorted(Engram.objects.values_list("status", flat=True)) == ["active", "retired"]
+    again = engrams_import(owner=owner, text=text, fmt="plur-yaml")
+    assert (again.created, again.skipped_existing) == (0, 2)

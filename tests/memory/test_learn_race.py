@@ -13,6 +13,9 @@ from django.db import connection
 from memory.errors import Conflict
 from memory.models import Engram, Event, LifecycleEvent
 from memory.services.engrams import engram_learn, engram_update
+from memory.services.interop import engrams_import
+from tests.memory.helpers import behind_uncommitted
+from tests.memory.test_interop import PLUR_YAML
 
 STATEMENT = "Always run the migrations check before committing."
 
@@ -67,3 +70,20 @@ def test_editing_an_engram_into_a_live_duplicate_is_a_conflict(owner: Any) -> No
     other.engram.refresh_from_db()
     assert other.engram.statement == "Use pnpm in this repository."
     assert Engram.objects.filter(owner=owner).exclude(status="retired").count() == 2
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_file_import_racing_a_learn_of_one_of_its_statements_skips_it_as_a_duplicate() -> None:
+    owner = get_user_model().objects.create_user(username="racer", password="racer-pass-1")
+    statement = "Run the migration linter before committing schema changes."
+    learned, report = behind_uncommitted(
+        lambda: engram_learn(owner=owner, statement=statement, scope="project:billing").engram,
+        lambda: engrams_import(owner=owner, text=PLUR_YAML, fmt="plur-yaml"),
+    )
+    assert (report.total, report.created, report.duplicates) == (3, 2, 1)
+    assert "ENG-2026-0129-001" not in report.ids
+    live = Engram.objects.filter(owner=owner).exclude(status="retired")
+    assert live.count() == 3
+    assert set(live.values_list("engram_id", flat=True)) == {learned.engram_id, *report.ids}
+    assert LifecycleEvent.objects.filter(owner=owner, event=Event.ENGRAM_CREATED).count() == 3

@@ -164,3 +164,19 @@ def test_no_compatible_pair_of_real_rules_is_superseded() -> None:
     results = pair_verdicts(PAIRS)
     assert sum(results["compatible"].values()) > 0
     assert results["compatible"]["replace"] == 0
+
+
+def test_restoring_an_old_rule_the_newer_one_was_edited_back_to_swaps_them(owner: Any) -> None:
+    from memory.services.engrams import engram_learn, engram_update
+    from memory.services.supersession import supersede
+
+    old = engram_learn(owner=owner, statement="Use uv for installs.", scope="project:shop").engram
+    new = engram_learn(owner=owner, statement="Use pip for installs.", scope="project:shop").engram
+    supersede(old=old, new=new, now=timezone.now())
+    # A person edits the newer rule back to the old wording, then restores the old one.
+    engram_update(owner=owner, engram=new, changes={"statement": "Use uv for installs."})
+    item = ReviewItem.objects.get(kind="superseded")
+    review.review_decide(owner=owner, item=item, action="restore", actor="person")
+    old.refresh_from_db()
+    new.refresh_from_db()
+    assert (old.status, old.superseded_by, new.status) == ("active", None, "retired")

@@ -109,3 +109,21 @@ def test_every_creation_path_builds_the_same_derived_fields(owner: Any) -> None:
         assert row.content_hash == textnorm.content_hash(row.statement)
         assert row.search_text == search_text_of(row)
         assert row.embedding_model == MODEL_ID and row.embedding is not None
+
+
+@pytest.mark.sqlite
+def test_a_retired_engram_with_a_live_twin_cannot_come_back(owner: Any) -> None:
+    from memory.errors import Conflict
+    from memory.services.supersession import engram_restore
+
+    old = engram_services.engram_learn(owner=owner, statement="Use uv for installs").engram
+    engram_services.engram_retire(owner=owner, engram=old)
+    twin = engram_services.engram_learn(owner=owner, statement="Use uv for installs").engram
+    assert twin.pk != old.pk
+    with pytest.raises(Conflict) as refused:
+        engram_services.engram_activate(owner=owner, engram=old)
+    assert refused.value.code == "duplicate"
+    with pytest.raises(Conflict):
+        engram_restore(owner=owner, engram=old, actor="person", now=timezone.now())
+    old.refresh_from_db()
+    assert (old.status, Engram.objects.exclude(status="retired").get()) == ("retired", twin)

@@ -154,6 +154,11 @@ class Fix:
     error: str
     statement: str = field(default="")
     key: str = ""  # the recurring error: tool, failing program, error kind and subject
+    # As `memory.maths.shell` says them: the command that failed (the line's main command,
+    # `pytest tests/*.py`) and the line that worked (`.venv/bin/pytest tests/*.py`). Stored
+    # with the lesson, so PreToolUse knows the command whatever the lesson's wording.
+    failed_shape: str = ""
+    fixed_shape: str = ""
 
 
 def _tokens(text: str) -> frozenset[str]:
@@ -261,7 +266,16 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
             used.add(j)
             statement, key = lesson(failed.tool, a, b, failed.output)
             fixes.append(
-                Fix(failed.tool, a[:400], b[:400], _first_line(failed.output), statement, key)
+                Fix(
+                    failed.tool,
+                    a[:400],
+                    b[:400],
+                    _first_line(failed.output),
+                    statement,
+                    key,
+                    failed_shape=(shape_a or _shape(failed.tool, a)[1])[:MAX_SHAPE_CHARS],
+                    fixed_shape=_shape(fixed.tool, b)[1],
+                )
             )
             break
     return fixes
