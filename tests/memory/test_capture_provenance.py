@@ -144,6 +144,27 @@ NOT_THE_USER = [
         "<bash-input>echo always use tabs</bash-input>",
         "u-bash",
     ),
+    entry(
+        "user",
+        "Implement the following plan:\n\n# Plan\nAlways log in UTC.",
+        "u-plan-old",  # older Claude Code: no planContent field
+    ),
+    entry(
+        "user",
+        "Operation stopped by hook: another session is active. Always resume it first.",
+        "u-hook-stop",
+    ),
+    entry(
+        "user",
+        [
+            {
+                "type": "text",
+                "text": "<ide_opened_file>The user opened the file /src/app.py in the IDE. "
+                "Always read it first.</ide_opened_file>",
+            }
+        ],
+        "u-ide",
+    ),
 ]
 
 
@@ -162,6 +183,22 @@ def test_an_apps_instructions_before_the_prompt_are_cut_out() -> None:
     assert user.text == RULE
 
 
+def test_the_ides_note_of_the_open_file_is_cut_out() -> None:
+    line = entry(
+        "user",
+        [
+            {
+                "type": "text",
+                "text": "<ide_selection>The user selected lines 3-9 of /src/app.py</ide_selection>",
+            },
+            {"type": "text", "text": RULE},
+        ],
+        "u-3",
+    )
+    (user,) = L.parse_line(line)
+    assert user.text == RULE
+
+
 @pytest.mark.skipif(not (REAL / "labels.jsonl").exists(), reason=f"{REAL} has no real transcripts")
 def test_on_real_transcripts_only_typed_prompts_are_the_users() -> None:
     sys.path.insert(0, str(Path(django_settings.BASE_DIR)))
@@ -173,7 +210,7 @@ def test_on_real_transcripts_only_typed_prompts_are_the_users() -> None:
     # An app's button ("Create a PR") after its instructions reads as typed; it is a task.
     reasons = found["by reason"]
     assert isinstance(reasons, dict)
-    assert set(reasons) <= {"app_button_template"}
+    assert all("button" in str(reason) for reason in reasons), reasons
 
 
 def test_reminders_and_hook_output_are_cut_out_of_what_the_person_typed() -> None:

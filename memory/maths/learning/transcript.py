@@ -26,18 +26,22 @@ _NOT_TYPED = re.compile(
     re.I,
 )
 # Whole entries Claude Code writes in the user's place: the summary that continues a compacted
-# session, hook feedback fed back to the model, an interruption marker.
+# session, hook feedback fed back to the model (or the notice that a hook stopped the prompt),
+# an interruption marker, a plan handed back when it is accepted (older versions write it with
+# no `planContent` field).
 _WRITTEN_FOR_USER = re.compile(
     r"^\s*(?:This session is being continued from a previous conversation|"
     r"Stop hook feedback:|[\w:.-]+ hook (?:feedback|error|blocking error)|"
+    r"Operation stopped by hook:|Implement the following plan:|"
     r"\[Request interrupted by user|Caveat:)",
     re.I,
 )
 # Blocks inside a user entry that the person did not type: reminders and hook output that Claude
-# Code appends to the prompt, instructions an app wrapping Claude Code puts before it. They are
-# cut out; what is left is the person's.
+# Code appends to the prompt, the IDE's note of the open file or selection, instructions an app
+# wrapping Claude Code puts before it. They are cut out; what is left is the person's.
 _INSERTED_BLOCK = re.compile(
-    r"<(system-reminder|system[-_]instructions?|user-prompt-submit-hook|[\w-]*hook[\w-]*)>"
+    r"<(system-reminder|system[-_]instructions?|user-prompt-submit-hook|[\w-]*hook[\w-]*|"
+    r"ide_[a-z_]+)>"
     r".*?(?:</\1>|\Z)",
     re.I | re.S,
 )
