@@ -24,6 +24,8 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
             "in future, keep PR descriptions under ten lines",
         ],
         [
+            "add type hints whenever possible",
+            "refactor the helpers whenever you have a minute",
             "the exporter will in the future support CSV",
             "run the linter now",
             "push the branch",
@@ -65,11 +67,12 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
             "remember that we deploy with Helm",
             "remember to bump the version in pyproject.toml",
             "keep in mind that we target Python 3.11",
-            "don't forget to run the migrations check",
+            "don't forget that we squash-merge feature branches",
         ],
         [
             "I don't remember where the config lives",
             "do you remember the earlier error?",
+            "don't forget to run the migrations check",
         ],
     ),
     "RULE_REQUEST": (
@@ -160,6 +163,69 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
         ["why are we using webpack?", "why are you still running node?"],
         ["why does this test fail?", "why is the build slow?"],
     ),
+    "DELEGATION": (
+        cues.DELEGATION,
+        [
+            "don't just tell me which commands to run, run them",
+            "please apply the edits yourself",
+            "go ahead and bump the versions without asking",
+            "ask me before you delete any branch",
+            "check with me first before installing a package",
+            "you can do the work yourself, no need to paste instructions",
+        ],
+        [
+            "tell me what the error means",
+            "I fixed it myself",
+            "ask the user for their email in the signup form",
+        ],
+    ),
+    "PACE": (
+        cues.PACE,
+        [
+            "let's go one failing test at a time",
+            "please migrate one module at a time",
+            "keep to small commits with clear messages",
+        ],
+        [
+            "the tests run one at a time on CI",
+            "the changes are too small to matter",
+        ],
+    ),
+    "KIND_SHOULD": (
+        cues.KIND_SHOULD,
+        [
+            "each handler should live in its own file",
+            "all fixtures must go in conftest.py",
+            "every migration needs to be reversible",
+        ],
+        [
+            "the handler should return 404 here",
+            "all of this is broken",
+            "each time I run it, it hangs",
+        ],
+    ),
+    "SHOULD_BE_ON": (
+        cues.SHOULD_BE_ON,
+        [
+            "we should be using uv for the lockfile",
+            "we *should* be on Python 3.12 by now",
+        ],
+        [
+            "we should be fine after the restart",
+            "we should use a set here",
+        ],
+    ),
+    "NEEDLESS": (
+        cues.NEEDLESS,
+        [
+            "you don't need sudo to install into the venv",
+            "you do not need the browser tool for reading a local file",
+        ],
+        [
+            "you don't need to worry about the warnings",
+            "do you need the token to deploy?",
+        ],
+    ),
     "PREFERENCE_IN_PASSING": (
         cues.PREFERENCE_IN_PASSING,
         [
@@ -206,6 +272,12 @@ TIERS = [
     ("We should probably use git mv instead of mv.", "C"),
     ("Create a task to make sure we always validate input.", "C"),
     ("Don't clean it up, I'll look at it later.", ""),
+    ("Don't just tell me which commands to run, run them yourself.", "C"),
+    ("Please migrate one module at a time.", "C"),
+    ("Each handler should live in its own file.", "C"),
+    ("Always apply the edits yourself.", "A"),
+    ("Don't forget to run the migrations check.", "C"),
+    ("Add type hints whenever possible.", "C"),
 ]  # fmt: skip
 
 
@@ -321,3 +393,21 @@ def test_a_sentence_about_something_else_is_not_addressed_to_the_agent(
 ) -> None:
     matched = bool(cues.THIRD_PERSON.match(text) and not cues.TO_THE_AGENT.search(text))
     assert matched is about_else
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Implement this consistently from now on.",
+        "Apply them going forward.",
+        "I wanted to talk about how we handle releases going forward.",
+        "I'd like to go over the review process from now on.",
+        "how do I rebase onto main.",
+        "how can we improve the rules so you follow my instructions in the future?",
+        "Never hesitate to ask when the spec is unclear.",
+    ],
+)
+def test_a_rule_that_does_not_say_what_it_is_about_or_is_not_a_rule_is_not_kept(
+    prompt: str,
+) -> None:
+    assert L.extract(prompt) == [], prompt

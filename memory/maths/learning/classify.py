@@ -34,7 +34,7 @@ _QUESTION_START = re.compile(
 _POLITE_REQUEST = re.compile(r"^(?:can|could|would|will)\s+you\s+(?:please\s+)?", re.I)
 _STRONG = re.compile(
     r"\b(?:always|never|from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future|"
-    r"from\s+here\s+on|every\s+time|whenever)\b",
+    r"from\s+here\s+on|every\s+time|" + cues.WHENEVER + r")\b",
     re.I,
 )
 # (pattern, kind): each marks a sentence that states a standing rule or preference.
@@ -124,7 +124,8 @@ _IMPERATIVE = re.compile(
 )
 # Casual phrasings that look like rules but are not about the work.
 _CHATTER = re.compile(
-    r"\b(?:feel\s+free|let\s+me\s+know|reach\s+out|don'?t\s+hesitate|any\s+questions|thank(?:s|\s+you)|"
+    r"\b(?:feel\s+free|let\s+me\s+know|reach\s+out|(?:don'?t|never)\s+hesitate|any\s+questions|"
+    r"thank(?:s|\s+you)|"
     r"nice\s+to\s+meet|glad|happy\s+to\s+help|have\s+a\s+(?:good|great|nice)|good\s+luck|"
     r"see\s+you|welcome|take\s+care|appreciate|catch\s+up|talk\s+(?:soon|later))\b",
     re.I,
@@ -182,7 +183,8 @@ _ENCOURAGEMENT = re.compile(
 # A task for now or a one-off exploration, not a standing rule.
 _ONE_OFF = re.compile(
     r"\b(?:if\s+you\s+haven'?t\s+already|for\s+your\s+next\s+task|"
-    r"tomorrow|next\s+(?:week|time|sprint)|to\s+begin\s+with|to\s+get\s+started)\b"
+    r"tomorrow|next\s+(?:week|sprint)|next\s+time\s+we\s+(?:meet|talk|speak)|to\s+begin\s+with|"
+    r"to\s+get\s+started)\b"
     r"|\b(?:for\s+now|for\s+the\s+time\s+being|right\s+now|at\s+the\s+moment|today|soon|"
     r"this\s+time|this\s+week|first)\s*[.!]?$"
     r"|\b(?:familiari[sz]e\s+yourself|play(?:ing)?\s+around|try(?:ing)?\s+out|explore)\b",
@@ -318,16 +320,31 @@ _NO_MORE = re.compile(
 )
 
 
+# The speaker sets the agenda of the conversation ("I wanted to talk about how we deploy going
+# forward", "I'd like to go over the review process"): what follows may be a rule, this is not.
+_TALK_ABOUT = re.compile(
+    r"\bi(?:\s+just|\s+also)?(?:\s+want(?:ed)?|'d\s+like|\s+would\s+like|\s+need(?:ed)?|"
+    r"\s+(?:was|am)\s+hoping)\s+to\s+(?:quickly\s+|briefly\s+)?(?:talk|chat|speak|discuss|touch\s+base|"
+    r"go\s+over|walk\s+you\s+through|run\s+through|update\s+you|bring\s+up|check\s+in|"
+    r"follow\s+up|catch\s+up|circle\s+back|introduce|give\s+you\s+(?:an?\s+)?(?:quick\s+)?"
+    r"(?:update|heads[-\s]up|overview|rundown|few\s+pointers))\b",
+    re.I,
+)
+
+
 def negative_evidence(text: str) -> bool:
     """Evidence that a sentence with a rule's marker is not a rule: encouragement, a one-off
-    task or exploration, a greeting, or an announcement of rules to come."""
+    task or exploration, a greeting, the agenda of the conversation, or an announcement of
+    rules to come."""
     return bool(
         _ENCOURAGEMENT.search(text)
+        or (_TALK_ABOUT.search(text) and not _RULE_VALUE_AFTER_COLON.search(text))
         or (_ONE_OFF.search(text) and not _STRONG.search(text))
         or (
             is_announcement(text)
             and not _RULE_VALUE_AFTER_COLON.search(text)
             and not cues.RULE_REQUEST.search(text)
+            and not cues.working_habit(text)
         )
     )
 
@@ -378,12 +395,26 @@ _BACK_REFERENCE = re.compile(
 )
 
 
+# A question typed without its question mark: "how do I squash to main.", "what changes do you
+# need to make to the rules".
+_UNMARKED_QUESTION = re.compile(
+    r"^(?:(?:so|and|but|ok(?:ay)?|also)[,\s]+)?(?:how|what|why|where|which|who)\s+(?:\w+\s+){0,2}?"
+    r"(?:do|does|did|is|are|was|were|can|could|would|should|will|shall|has|have)\s+"
+    r"(?:you|we|i|it|they|this|that|the)\b",
+    re.I,
+)
+
+
+_WH_WORD = re.compile(r"^(?:how|what|why|where|which|who)\b", re.I)
+
+
 def _is_question(sentence: str) -> bool:
     s = sentence.strip()
     if s.endswith("?"):
         # "Could you always use pnpm from now on?" is a request phrased as a question, and so
         # is "can we update the rule to make sure you always push?"
-        if cues.RULE_REQUEST.search(s):
+        # ("how can we improve the rules …?" asks for ideas: a question)
+        if cues.RULE_REQUEST.search(s) and not _WH_WORD.match(s):
             return False
         return not (_POLITE_REQUEST.match(s) and _STRONG.search(s))
     return bool(_QUESTION_START.match(s)) and not _POLITE_REQUEST.match(s) and "?" in s
@@ -399,7 +430,7 @@ def statement_part(sentence: str) -> str:
     prefer X"); "" when the whole sentence is a question."""
     s = sentence.strip()
     if not s.endswith("?"):
-        return s
+        return "" if _UNMARKED_QUESTION.match(s) else s
     match = _EMBEDDED_QUESTION.search(s)
     if match and match.start() > 0:
         return s[: match.start()].strip()
@@ -410,7 +441,7 @@ def statement_part(sentence: str) -> str:
 # leading "don't"); the others ("I'd like you to", "make sure", "we use") need a practice.
 _STRONG_RULE = re.compile(
     r"\b(?:always|never|from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?"
-    r"future|every\s+time|whenever|no\s+more)\b|^(?:please\s+)?(?:do\s+not|don'?t)\s",
+    r"future|every\s+time|" + cues.WHENEVER + r"|no\s+more)\b|^(?:please\s+)?(?:do\s+not|don'?t)\s",
     re.I,
 )
 
@@ -469,7 +500,9 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     if (_CHATTER.search(text) or _ENCOURAGEMENT.search(text)) and not _STRONG_VALUE.search(text):
         return ""
     if cues.DEICTIC.search(text) and not (
-        cues.STANDING_TIME.search(text) or cues.ALWAYS_NEVER.search(text)
+        cues.STANDING_TIME.search(text)
+        or cues.ALWAYS_NEVER.search(text)
+        or cues.working_habit(text)
     ):
         return ""  # "Don't clean it up": about the thing at hand
     if led:
@@ -557,10 +590,13 @@ def classify(prompt: str) -> Classification:
             elif (
                 kind != CORRECTION
                 and not _STRONG_VALUE.search(text)
-                and not cues.STANDING_TIME.search(text)
+                and not names_practice(_GENERAL.sub(" ", _REFERS_BACK.sub(" ", _masked(text))))
                 and not cues.RULE_REQUEST.search(text)
+                and not cues.working_habit(text)
             ):
-                continue  # "Apply this consistently": nothing says what "this" is
+                # "Apply this consistently from now on": nothing says what "this" is, and a rule
+                # that does not say what it is about cannot be kept
+                continue
         found.append(Clause(text, kind, index))
     return Classification(tuple(found))
 
@@ -571,8 +607,10 @@ _REFERS_BACK = re.compile(
     r"\b(?:this|these|those)\s+(?:decorator|convention|practice|rule|prefix|suffix|naming|"
     r"names?|module|tool|approach|habit|guideline|standard|format|style|one|way)\b"
     r"|\b(?:apply|follow|use|add|include|implement|incorporate|adopt|keep|do|start|avoid|"
-    r"skip|import|end|name|prefix|suffix|try)\s+(?:\w+ing\s+(?:on\s+|with\s+|to\s+)?)?"
-    r"(?:this|these|those|it|them|that)\b",
+    r"skip|import|end|name|prefix|suffix|try|prioriti[sz]e|integrate|utili[sz]e|embrace|"
+    r"stick\s+to|stick\s+with|consistent\s+with|refer\s+to)\s+"
+    r"(?:\w+ing\s+(?:on\s+|with\s+|to\s+)?)?(?:this|these|those|it|them|that)\b"
+    r"(?!\s+(?:way|one|is|was|are|were|the|a|an|you|we)\b)",
     re.I,
 )
 
