@@ -278,6 +278,8 @@ TIERS = [
     ("Always apply the edits yourself.", "A"),
     ("Don't forget to run the migrations check.", "C"),
     ("Add type hints whenever possible.", "C"),
+    ("I wanted to talk about why we never vendor dependencies in this repo.", "A"),
+    ("In the future, put new fixtures in conftest.py.", "A"),
 ]  # fmt: skip
 
 
@@ -405,6 +407,14 @@ def test_a_sentence_about_something_else_is_not_addressed_to_the_agent(
         "how do I rebase onto main.",
         "how can we improve the rules so you follow my instructions in the future?",
         "Never hesitate to ask when the spec is unclear.",
+        "This keeps the diff small and easier to review in the future.",
+        "It will run automatically every time you push.",
+        "We can go over the deployment scripts in future sessions.",
+        "We'll pick up the release checklist next time.",
+        "Enjoy the rest of your day, and remember to take a break!",
+        "Until next time!",
+        "That is our naming convention: please apply it consistently in your code going forward.",
+        "I'd like you to continue exploring the test helpers.",
     ],
 )
 def test_a_rule_that_does_not_say_what_it_is_about_or_is_not_a_rule_is_not_kept(

@@ -33,7 +33,7 @@ _QUESTION_START = re.compile(
 )
 _POLITE_REQUEST = re.compile(r"^(?:can|could|would|will)\s+you\s+(?:please\s+)?", re.I)
 _STRONG = re.compile(
-    r"\b(?:always|never|from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future|"
+    r"\b(?:always|never|from\s+now\s+on|going\s+forward|" + cues.IN_FUTURE + r"|"
     r"from\s+here\s+on|every\s+time|" + cues.WHENEVER + r")\b",
     re.I,
 )
@@ -47,7 +47,7 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(?:always|never)\s+(?:use|add|include|start|end|name|prefix|suffix|put|write|keep|"
          r"call|run|import|follow|check|test|commit|push|wrap|annotate|document|return|log|"
          r"validate|handle|declare|define|mark|set|leave|create|make|apply|avoid)\b", INSTRUCTION),
-        (r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?future)\b",
+        (r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|" + cues.IN_FUTURE + r")\b",
          INSTRUCTION),
         (r"^(?:please\s+)?(?:do\s+not|don'?t)\s+(?!worry|hesitate|forget\s+that\b|mind|"
          r"panic|bother|know|think|get\s+me|stress|feel|get\s+discouraged|hold\s+back|skimp|"
@@ -168,7 +168,8 @@ _META_NOUN = (
 )
 _ANNOUNCEMENT = re.compile(
     r"\b(?:some|a\s+few|few|a\s+couple\s+of|couple\s+of|certain|specific|particular|new|"
-    r"several|key|important|following|our|your|my|the|this|these|those|a|an)\s+"
+    r"several|key|important|following|our|your|my|the|this|these|those|a|an|two|three|four|"
+    r"five)\s+"
     r"(?:[\w-]+\s+){0,3}?" + _META_NOUN + r"\b",
     re.I,
 )
@@ -177,7 +178,10 @@ _ANNOUNCEMENT = re.compile(
 _ENCOURAGEMENT = re.compile(
     r"\b(?:happy\s+to|here\s+to\s+help|(?:don'?t|do\s+not)\s+(?:be\s+afraid|worry)|"
     r"keep\s+up\s+the|great\s+job|good\s+job|well\s+done|nice\s+work|"
-    r"feel\s+free|no\s+pressure|you(?:'re|\s+are)\s+(?:doing|on\s+the\s+right))\b",
+    r"feel\s+free|no\s+pressure|you(?:'re|\s+are)\s+(?:doing|on\s+the\s+right)|"
+    # a farewell, and "keep going" advice ("continue exploring …", "continue to challenge yourself")
+    r"enjoy\s+(?:the\s+rest\s+of\s+)?(?:your|the)\s+(?:day|evening|weekend|week)|until\s+next\s+time|"
+    r"(?:want|like|need)\s+you\s+to\s+(?:continue|keep)\s+(?:to\s+\w+|\w+ing))\b",
     re.I,
 )
 # A task for now or a one-off exploration, not a standing rule.
@@ -326,8 +330,10 @@ _TALK_ABOUT = re.compile(
     r"\bi(?:\s+just|\s+also)?(?:\s+want(?:ed)?|'d\s+like|\s+would\s+like|\s+need(?:ed)?|"
     r"\s+(?:was|am)\s+hoping)\s+to\s+(?:quickly\s+|briefly\s+)?(?:talk|chat|speak|discuss|touch\s+base|"
     r"go\s+over|walk\s+you\s+through|run\s+through|update\s+you|bring\s+up|check\s+in|"
-    r"follow\s+up|catch\s+up|circle\s+back|introduce|give\s+you\s+(?:an?\s+)?(?:quick\s+)?"
-    r"(?:update|heads[-\s]up|overview|rundown|few\s+pointers))\b",
+    r"follow\s+up|catch\s+up|circle\s+back|give\s+you\s+(?:an?\s+)?(?:quick\s+)?"
+    r"(?:update|heads[-\s]up|overview|rundown|few\s+pointers))\b"
+    r"|\b(?:we|i)(?:'ll|\s+will|\s+can|\s+could|\s+may|\s+might)\s+(?:also\s+)?(?:continue|pick\s+up|"
+    r"discuss|talk|cover|go\s+over|revisit|look\s+at|introduce|get\s+into|touch\s+on|dive\s+into)\b",
     re.I,
 )
 
@@ -338,7 +344,11 @@ def negative_evidence(text: str) -> bool:
     rules to come."""
     return bool(
         _ENCOURAGEMENT.search(text)
-        or (_TALK_ABOUT.search(text) and not _RULE_VALUE_AFTER_COLON.search(text))
+        or (
+            _TALK_ABOUT.search(text)
+            and not _RULE_VALUE_AFTER_COLON.search(text)
+            and not cues.ALWAYS_NEVER.search(text)  # "talk about why we never use X"
+        )
         or (_ONE_OFF.search(text) and not _STRONG.search(text))
         or (
             is_announcement(text)
@@ -408,6 +418,19 @@ _UNMARKED_QUESTION = re.compile(
 _WH_WORD = re.compile(r"^(?:how|what|why|where|which|who)\b", re.I)
 
 
+# A reason given for the rule before it: "This keeps the diff small", "It also makes the code
+# easier to maintain in the future", "Doing so prevents merge conflicts".
+_REASON = re.compile(
+    r"^(?:(?:and|also|so|plus)[,\s]+)?(?:it|this|that|these|those|doing\s+so|which)\s+"
+    r"(?:(?:also|really|will|would|can|could|should|usually|often|generally)\s+)*"
+    r"(?:help|helps|make|makes|ensure|ensures|allow|allows|keep|keeps|prevent|prevents|improve|"
+    r"improves|save|saves|reduce|reduces|means?|lets?|gives?|avoids?|enables?|prepares?|"
+    r"benefits?|simplif(?:y|ies)|guarantees?)\b"
+    r"|^(?:it|this|that|these|those)\s+will\s+(?!always\b|never\b|be\s+(?:our|the)\b)\w+",
+    re.I,
+)
+
+
 def _is_question(sentence: str) -> bool:
     s = sentence.strip()
     if s.endswith("?"):
@@ -440,8 +463,8 @@ def statement_part(sentence: str) -> str:
 # Markers strong enough to make a rule on their own ("always", "never", "from now on", a
 # leading "don't"); the others ("I'd like you to", "make sure", "we use") need a practice.
 _STRONG_RULE = re.compile(
-    r"\b(?:always|never|from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?"
-    r"future|every\s+time|" + cues.WHENEVER + r"|no\s+more)\b|^(?:please\s+)?(?:do\s+not|don'?t)\s",
+    r"\b(?:always|never|from\s+now\s+on|going\s+forward|from\s+here\s+on|" + cues.IN_FUTURE + r"|"
+    r"every\s+time|" + cues.WHENEVER + r"|no\s+more)\b|^(?:please\s+)?(?:do\s+not|don'?t)\s",
     re.I,
 )
 
@@ -490,6 +513,8 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         cue = cues.is_standing(text)
         if not cue:
             return ""
+    if _REASON.match(text):
+        return ""  # "This keeps the diff small": why the rule before it holds
     if (
         _BACK_REFERENCE.match(text)
         and not _STRONG.search(text)
@@ -590,7 +615,7 @@ def classify(prompt: str) -> Classification:
             elif (
                 kind != CORRECTION
                 and not _STRONG_VALUE.search(text)
-                and not names_practice(_GENERAL.sub(" ", _REFERS_BACK.sub(" ", _masked(text))))
+                and not names_practice(_the_rest(text))
                 and not cues.RULE_REQUEST.search(text)
                 and not cues.working_habit(text)
             ):
@@ -599,6 +624,23 @@ def classify(prompt: str) -> Classification:
                 continue
         found.append(Clause(text, kind, index))
     return Classification(tuple(found))
+
+
+def _the_rest(text: str) -> str:
+    """A rule without its back-reference, its scope ("in all your Python code") and its
+    frequency ("consistently", "for every file"): what is left must name a practice."""
+    tail = _masked(text).rpartition(": ")[2]  # "This is our convention: apply it from now on"
+    return _GENERAL.sub(" ", _SCOPE.sub(" ", _REFERS_BACK.sub(" ", tail)))
+
+
+# Where a rule applies, not what it is: "in your code", "across all our Python scripts".
+_SCOPE = re.compile(
+    r"\b(?:in|across|throughout|for|to|into)\s+(?:all\s+|each\s+|every\s+|any\s+)?(?:of\s+)?"
+    r"(?:your|our|the|my|all)?\s*(?:[\w-]+\s+){0,3}?(?:code|codebases?|code\s*base|scripts?|"
+    r"modules?|projects?|files?|work(?:flow)?|repos?|repositor(?:y|ies)|programs?|applications?|"
+    r"apps?)\b",
+    re.I,
+)
 
 
 # A rule whose object is a pronoun or "this decorator / these names": it needs the sentence

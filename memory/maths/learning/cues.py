@@ -22,12 +22,20 @@ WHENEVER = (
     r"whenever(?!\s+(?:possible|needed|necessary|appropriate|applicable|feasible|"
     r"you\s+(?:can|need|want|like|feel|have\s+(?:a|any|the)))\b)"
 )
+# "In the future" as a standing time, not "in future releases / in a future session" (about the
+# product or the conversation).
+IN_FUTURE = (
+    r"in\s+(?:the\s+)?future\b(?!\s+(?:[\w-]+\s+)?(?:sessions?|meetings?|conversations?|"
+    r"discussions?|releases?|versions?|iterations?|sprints?|projects?|roles?|updates?|work)\b)"
+)
 # A time or frequency that reaches past this task: "from now on", "next time", "ever again".
 STANDING_TIME = re.compile(
-    r"(?<!will\s)(?<!would\s)(?<!could\s)(?<!may\s)(?<!might\s)\bin\s+(?:the\s+)?future\b"
-    r"|\b(?:don'?t|do\s+not|not|never)\b[^.?!]{0,60}\bever\b"
+    r"(?<!will\s)(?<!would\s)(?<!could\s)(?<!may\s)(?<!might\s)\b" + IN_FUTURE + r"|"
+    r"\b(?:don'?t|do\s+not|not|never)\b[^.?!]{0,60}\bever\b"
     r"|\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on(?:\s+out)?|"
-    r"next\s+time|every\s+time|each\s+time|any\s*time\s+you|" + WHENEVER + r"|in\s+all\s+cases|"
+    r"(?<!until\s)next\s+time|every\s+time|each\s+time|any\s*time\s+you|"
+    + WHENEVER
+    + r"|in\s+all\s+cases|"
     r"(?:ever|never)\s+again|for\s+all\s+future|moving\s+forward|in\s+every\s+(?:session|task|"
     r"project|repo))\b",
     re.I,
