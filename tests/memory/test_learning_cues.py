@@ -65,7 +65,6 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
         cues.REMEMBER,
         [
             "remember that we deploy with Helm",
-            "remember to bump the version in pyproject.toml",
             "keep in mind that we target Python 3.11",
             "don't forget that we squash-merge feature branches",
         ],
@@ -73,6 +72,7 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
             "I don't remember where the config lives",
             "do you remember the earlier error?",
             "don't forget to run the migrations check",
+            "remember to bump the version in pyproject.toml",
         ],
     ),
     "RULE_REQUEST": (
@@ -277,6 +277,7 @@ TIERS = [
     ("Each handler should live in its own file.", "C"),
     ("Always apply the edits yourself.", "A"),
     ("Don't forget to run the migrations check.", "C"),
+    ("Remember to bump the version in pyproject.toml before each release.", "C"),
     ("Add type hints whenever possible.", "C"),
     ("I wanted to talk about why we never vendor dependencies in this repo.", "A"),
     ("In the future, put new fixtures in conftest.py.", "A"),

@@ -197,7 +197,10 @@ _ONE_OFF = re.compile(
 # "Remember that naming is hard": a thought to keep, not a practice.
 _REMEMBER_FACT = re.compile(
     r"^(?:always\s+|just\s+|please\s+)?(?:remember|keep\s+in\s+mind)\s+that\s+"
-    r"(?!(?:you|we)\b)",
+    r"(?!(?:you|we)\b)"
+    # "Remember, feedback is a gift": a statement of fact after the comma
+    r"|^(?:always\s+|just\s+|please\s+)?(?:remember|keep\s+in\s+mind)\s*,\s+(?!(?:you|we)\b)"
+    r"(?:[\w'-]+\s+){0,3}?(?:is|are|was|were|isn'?t|aren'?t|has|benefits|matters)\b",
     re.I,
 )
 # Background rather than a rule: "As you know, we use Git", "You're using the old API", "We'll
@@ -213,7 +216,10 @@ _BACKGROUND = re.compile(
 _REMARK = re.compile(
     r"^(?:a|an|the|every(?:one|body|thing)|nobody|no\s+one|there(?:'s|\s+is|\s+are)|"
     r"it(?:'s|\s+is)\s+(?!important|essential|crucial|vital|imperative|mandatory|required|best)|"
-    r"[\w-]+\s+(?:doesn'?t|don'?t|isn'?t|aren'?t|can'?t)\s+(?:always|just|have\s+to))\b"
+    r"[\w-]+\s+(?:doesn'?t|don'?t|isn'?t|aren'?t|can'?t)\s+(?:always|just|have\s+to)|"
+    # "My door is always open", "Your growth matters": about the speaker's or the reader's things
+    r"(?:my|your)\s+(?!(?:preference|rule|convention|requirement|expectation)s?\b)"
+    r"(?:[\w-]+\s+){0,2}?(?:is|are|was|were|benefits?|matters?)\b(?!\s+to\b))\b"
     r"(?![^.]*\b(?:should|must|need\s+to|needs\s+to|has\s+to|have\s+to|is\s+to|are\s+to)\b)",
     re.I,
 )
@@ -536,7 +542,9 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         return CORRECTION
     if negative_evidence(text) or _EVALUATIVE.match(text):
         return ""
-    if _REMEMBER_FACT.match(_LEAD_INS.sub("", text)) and not _STRONG_VALUE.search(text):
+    if (
+        _REMEMBER_FACT.match(text) or _REMEMBER_FACT.match(_LEAD_INS.sub("", text))
+    ) and not _STRONG_VALUE.search(text):
         return ""
     remark = _REMARK.match(_LEAD_INS.sub("", text)) and not _STRONG_VALUE.search(text)
     if (

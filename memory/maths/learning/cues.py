@@ -62,11 +62,12 @@ PROJECT_CONVENTION = re.compile(
     r"house\s+style|style\s+guide)\s+is\b",
     re.I,
 )
-# "Remember that we …", "remember to …", "keep in mind that we …", "don't forget that we …" ("don't
-# forget to …" alone is a reminder, often about this task only: a candidate).
+# "Remember that we …", "keep in mind that we …", "don't forget that we …": a convention of the
+# team. "Remember to …" and "don't forget to …" alone are reminders, often about this task only
+# (candidates).
 REMEMBER = re.compile(
     r"\b(?:remember|keep\s+in\s+mind|never\s+forget)\s+(?:that\s+)?"
-    r"(?:we|you|to|this\s+(?:repo|project)|in\s+this)\b"
+    r"(?:we|this\s+(?:repo|project)|in\s+this)\b"
     r"|\b(?:don'?t|do\s+not)\s+forget\s+that\s+(?:we|in\s+this|this\s+(?:repo|project))\b",
     re.I,
 )
