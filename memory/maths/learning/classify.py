@@ -499,7 +499,7 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
 
     Evidence for: a rule marker ("always", "never", "from now on", "I prefer", "we use", "make
     sure" …), a correction of the previous action, or an imperative that sets a convention in
-    general ("Start attribute names with 'q_'", "When naming methods, end them with '_a'").
+    general ("Start private helpers with '_'", "When naming fixtures, end them with '_factory'").
     Evidence against: a question, encouragement or small talk, a one-off task or exploration
     ("for now", "familiarise yourself"), an announcement of rules that names none, an
     evaluation with no practice ("consistency is key"). A weak marker ("I'd like you to",
