@@ -422,3 +422,33 @@ def test_a_rule_that_does_not_say_what_it_is_about_or_is_not_a_rule_is_not_kept(
     prompt: str,
 ) -> None:
     assert L.extract(prompt) == [], prompt
+
+
+@pytest.mark.parametrize(
+    ("prompt", "statement"),
+    [
+        ("Make sure your handlers are covered by a test before you push.",
+         "Make sure your handlers are covered by a test before you push."),
+        ("Always make sure you run the linter before pushing.", "Always make sure you run the linter before pushing."),
+    ],
+)  # fmt: skip
+def test_a_preamble_is_cut_only_at_a_word_boundary(prompt: str, statement: str) -> None:
+    assert [d.statement for d in L.extract(prompt)][:1] == [statement]
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Remember, quality over quantity.",
+        "Remember, clean code is always the goal.",
+        "Remember, my door is always open if you get stuck.",
+    ],
+)
+def test_a_maxim_after_remember_is_not_a_rule(prompt: str) -> None:
+    assert L.extract(prompt) == []
+
+
+def test_remember_then_an_imperative_is_still_a_rule() -> None:
+    assert [
+        d.statement for d in L.extract("Remember, always run the formatter before you push.")
+    ] == ["Always run the formatter before you push."]

@@ -57,7 +57,7 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(?:remember|keep\s+in\s+mind|note)\s+(?:to|that|this)\b", INSTRUCTION),
         (r"^(?:please\s+)?remember\b", INSTRUCTION),
         (r"(?:^(?:please\s+)?|[,;:]\s*)(?:make\s+sure|be\s+sure|ensure)\s+(?:to|that\s+(?:you|we)|"
-         r"you|we|all|every|each)\b", INSTRUCTION),
+         r"you|we|all|every|each|(?:that\s+)?(?:your|our)\s+\w+)\b", INSTRUCTION),
         (r"\b(?:i|we)\s*(?:'d|would)?\s+(?:(?:really|now|also|just|still|then)\s+)?(?:prefer|like\s+you\s+to|want\s+you\s+to|"
          r"need\s+you\s+to|expect\s+you\s+to|insist\s+on|recommend)\b", PREFERENCE),
         (r"\bprefer(?:s|red)?\s+\S+(?:\s+\S+){0,5}\s+(?:over|to|instead\s+of|rather\s+than)\b",
@@ -203,6 +203,30 @@ _REMEMBER_FACT = re.compile(
     r"(?:[\w'-]+\s+){0,3}?(?:is|are|was|were|isn'?t|aren'?t|has|benefits|matters)\b",
     re.I,
 )
+# "Remember, <a maxim>": "Remember, quality over quantity", "Remember, clean code is the goal".
+_REMEMBER_COMMA = re.compile(
+    r"^(?:(?:and|so|but|also|just|please|always)[,\s]+)*(?:remember|keep\s+in\s+mind)\s*[,:;-]\s*"
+    r"(?:[A-Z][a-z]+,\s*)?",
+    re.I,
+)
+_ADDRESSED_RULE = re.compile(
+    r"^(?:please\s+)?(?:always|never|don'?t|do\s+not|avoid|make\s+sure|be\s+sure|try\s+to)\b"
+    r"|^(?:we|you)\s+(?:always|never|only|don'?t|do\s+not|should|must|need\s+to|have\s+to|use|"
+    r"follow|prefer)\b"
+    r"|\b(?:should|must|need\s+to|needs\s+to|have\s+to|has\s+to)\b",
+    re.I,
+)
+
+
+def _remember_maxim(text: str) -> bool:
+    """ "Remember, <a statement>" with no imperative, no modal and nothing the reader does."""
+    match = _REMEMBER_COMMA.match(text)
+    if not match:
+        return False
+    rest = text[match.end() :]
+    return not (_ADDRESSED_RULE.search(rest) or _IMPERATIVE.match(rest) or _RULE_VERB.match(rest))
+
+
 # Background rather than a rule: "As you know, we use Git", "You're using the old API", "We'll
 # be shipping on Friday" (a description of the person or the team with no obligation in it).
 _BACKGROUND = re.compile(
@@ -543,7 +567,9 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     if negative_evidence(text) or _EVALUATIVE.match(text):
         return ""
     if (
-        _REMEMBER_FACT.match(text) or _REMEMBER_FACT.match(_LEAD_INS.sub("", text))
+        _REMEMBER_FACT.match(text)
+        or _REMEMBER_FACT.match(_LEAD_INS.sub("", text))
+        or _remember_maxim(text)
     ) and not _STRONG_VALUE.search(text):
         return ""
     remark = _REMARK.match(_LEAD_INS.sub("", text)) and not _STRONG_VALUE.search(text)
