@@ -27,6 +27,8 @@ WHENEVER = (
 IN_FUTURE = (
     r"in\s+(?:the\s+)?future\b(?!\s+(?:[\w-]+\s+)?(?:sessions?|meetings?|conversations?|"
     r"discussions?|releases?|versions?|iterations?|sprints?|projects?|roles?|updates?|work)\b)"
+    # "… in the future may support X": what the product will do, not how to work
+    r"(?!,?\s+(?:it\s+|this\s+|they\s+|we\s+)?(?:will|may|might|could|would|can)\b)"
 )
 # A time or frequency that reaches past this task: "from now on", "next time", "ever again".
 STANDING_TIME = re.compile(
@@ -104,9 +106,14 @@ CORRECTION_LEAD = re.compile(
 # … that names the right way next to the wrong one: "use X, not Y", "X instead of Y", "not X
 # but Y".
 RIGHT_WAY = re.compile(
-    r"\w[`'\"]?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b)(?:the\s+|a\s+)?[`'\"@\w]"
+    r"\w[`'\"]?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b|right\b|correct\b|what\b|working\b|"
+    r"true\b|quite\b|really\b|it\b)(?:the\s+|a\s+)?[`'\"@\w]"
     r"|\binstead\s+of\b|\brather\s+than\b|\bnot\s+\S+(?:\s+\S+){0,4}?,?\s+but\s+\w",
     re.I,
+)
+# … or names only the right one, written as code: "that's wrong, just use `uv run pytest`".
+RIGHT_COMMAND = re.compile(
+    r"\b(?:use|run|call|import|install)\s+(?:the\s+|it\s+with\s+)?`[^`\n]{1,80}`", re.I
 )
 
 # A choice between two named ways: "test the domain module, not the CLI", "run it with X
@@ -314,7 +321,7 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     )
     if (
         corrects
-        and RIGHT_WAY.search(sentence)
+        and (RIGHT_WAY.search(sentence) or RIGHT_COMMAND.search(sentence))
         and not ONE_OFF.search(sentence)
         and not DEICTIC.search(sentence)
     ):
