@@ -282,6 +282,8 @@ TIERS = [
     ("Remember to bump the version in pyproject.toml before each release.", "C"),
     ("That's not right, just use `uv run pytest` for the tests.", "B"),
     ("That's not right, look up the right flag in the docs.", "C"),
+    ("Instead of mocking the database, use the test database for every repository test.", "C"),
+    ("You must be careful with migrations: always write a reverse step.", "A"),
     ("Add type hints whenever possible.", "C"),
     ("I wanted to talk about why we never vendor dependencies in this repo.", "A"),
     ("In the future, put new fixtures in conftest.py.", "A"),
@@ -420,6 +422,10 @@ def test_a_sentence_about_something_else_is_not_addressed_to_the_agent(
         "Until next time!",
         "That is our naming convention: please apply it consistently in your code going forward.",
         "I'd like you to continue exploring the test helpers.",
+        "Hi, you must be Sam, the new maintainer.",
+        "Instead of long-lived branches, we merge small changes to main every day.",
+        "We encourage all contributors to write tests for their changes.",
+        "I'll review every pull request myself before it is merged.",
     ],
 )
 def test_a_rule_that_does_not_say_what_it_is_about_or_is_not_a_rule_is_not_kept(

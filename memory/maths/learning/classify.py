@@ -231,8 +231,20 @@ def _remember_maxim(text: str) -> bool:
 # be shipping on Friday" (a description of the person or the team with no obligation in it).
 _BACKGROUND = re.compile(
     r"^(?:as\s+you(?:'re|\s+are)?\s+(?:know|aware|may\s+know|can\s+see)\b"
-    r"|(?:you(?:'re|\s+are)|your|i\s+always|we(?:'ll|\s+will)\s+be)\b"
+    r"|(?:you(?:'re|\s+are)|your|i\s+always|we(?:'ll|\s+will)\s+be|i(?:'ll|\s+will))\b"
     r"(?![^.]*\b(?:must|should|need\s+to|have\s+to|always|never|from\s+now\s+on|going\s+forward)\b))",
+    re.I,
+)
+# Who someone is, not what they should do: "you must be the new maintainer", "you must be Sam"
+# (an epistemic "must" before a name or a newcomer's title; case-sensitive for the name).
+_IDENTITY_GUESS = re.compile(
+    r"^(?:(?:[Hh]i|[Hh]ello|[Hh]ey|[Oo]h|[Aa]h|[Ww]elcome)[,!.\s]+)?[Yy]ou\s+must\s+be\s+(?:[A-Z][a-z]+\b(?!\s+\w+ing\b)|"
+    r"(?:the|our)\s+new\b)"
+)
+# "Instead of X, we do Y": how the team works, described ("Instead of X, use Y" is a rule).
+_INSTEAD_WE_DO = re.compile(
+    r"^instead\s+of\s+[^,]{1,80},\s*(?:we|i|they|the\s+team)\s+(?!should|must|need|have\s+to|"
+    r"always|never|don'?t|do\s+not|only|want\s+you)\w+",
     re.I,
 )
 # A general remark about a third party rather than an instruction to the reader: "A profiler
@@ -248,7 +260,9 @@ _REMARK = re.compile(
     re.I,
 )
 # A recommendation or encouragement rather than a rule; it counts only with a named value.
-_SOFT_MARKER = re.compile(r"\b(?:i|we)\s+(?:also\s+)?(?:'d\s+)?(?:recommend|suggest)\b", re.I)
+_SOFT_MARKER = re.compile(
+    r"\b(?:i|we)\s+(?:also\s+)?(?:'d\s+)?(?:(?:strongly\s+)?recommend|suggest|encourage)\b", re.I
+)
 # An evaluation of a value with no practice in it: "Consistency is key".
 _EVALUATIVE = re.compile(
     r"^(?:(?:always\s+|just\s+)?remember\s+that\s+|keep\s+in\s+mind\s+that\s+)?(?:[\w'-]+\s+){1,5}?"
@@ -571,6 +585,8 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         or _REMEMBER_FACT.match(_LEAD_INS.sub("", text))
         or _remember_maxim(text)
     ) and not _STRONG_VALUE.search(text):
+        return ""
+    if _IDENTITY_GUESS.match(text) or _INSTEAD_WE_DO.match(_LEAD_INS.sub("", text)):
         return ""
     remark = _REMARK.match(_LEAD_INS.sub("", text)) and not _STRONG_VALUE.search(text)
     if (
