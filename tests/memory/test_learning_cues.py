@@ -211,10 +211,12 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
         [
             "we should be using uv for the lockfile",
             "we *should* be on Python 3.12 by now",
+            "we shouldn't be committing the build folder at all",
         ],
         [
             "we should be fine after the restart",
             "we should use a set here",
+            "we should be getting a 200 here",
         ],
     ),
     "NEEDLESS": (
@@ -284,6 +286,7 @@ TIERS = [
     ("That's not right, look up the right flag in the docs.", "C"),
     ("Instead of mocking the database, use the test database for every repository test.", "C"),
     ("You must be careful with migrations: always write a reverse step.", "A"),
+    ("Every time I push, run the linter first.", "A"),
     ("Add type hints whenever possible.", "C"),
     ("I wanted to talk about why we never vendor dependencies in this repo.", "A"),
     ("In the future, put new fixtures in conftest.py.", "A"),
@@ -426,6 +429,8 @@ def test_a_sentence_about_something_else_is_not_addressed_to_the_agent(
         "Instead of long-lived branches, we merge small changes to main every day.",
         "We encourage all contributors to write tests for their changes.",
         "I'll review every pull request myself before it is merged.",
+        "Every time I run the tests they hang.",
+        "Push both branches to GitHub.",
     ],
 )
 def test_a_rule_that_does_not_say_what_it_is_about_or_is_not_a_rule_is_not_kept(

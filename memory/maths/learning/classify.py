@@ -36,6 +36,7 @@ from memory.maths.learning.evidence import (
     is_announcement,
     names_practice,
     negative_evidence,
+    reports_what_happens,
 )
 from memory.maths.learning.text import (
     _INLINE_CODE,
@@ -232,7 +233,11 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         or _remember_maxim(text)
     ) and not _STRONG_VALUE.search(text):
         return ""
-    if _IDENTITY_GUESS.match(text) or _INSTEAD_WE_DO.match(_LEAD_INS.sub("", text)):
+    if (
+        _IDENTITY_GUESS.match(text)
+        or _INSTEAD_WE_DO.match(_LEAD_INS.sub("", text))
+        or reports_what_happens(text)
+    ):
         return ""
     remark = _REMARK.match(_LEAD_INS.sub("", text)) and not _STRONG_VALUE.search(text)
     if (

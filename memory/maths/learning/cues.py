@@ -160,11 +160,12 @@ KIND_SHOULD = re.compile(
     r"call|return|run|come|belong)\b",
     re.I,
 )
-# The tool or version the project should be on: "we should be using uv", "we should be on
-# Python 3.12", "we ought to be running the LTS node".
+# The tool or version the project should be on, or what it should not be doing: "we should be
+# using uv", "we should be on Python 3.12", "we shouldn't be vendoring the SDK".
 SHOULD_BE_ON = re.compile(
-    r"\bwe\s+[_*]{0,2}(?:should|ought\s+to|are\s+supposed\s+to|need\s+to)[_*]{0,2}\s+be\s+"
-    r"(?:using|running|on)\s+"
+    r"\bwe\s+[_*]{0,2}(?:should(?:n'?t|\s+not)?|ought\s+(?:not\s+)?to|are\s+(?:not\s+)?supposed\s+to|"
+    r"need\s+to)[_*]{0,2}\s+be\s+(?:using|running|on|committing|pushing|importing|installing|"
+    r"vendoring|pinning|storing|checking\s+in)\s+"
     r"(?:the\s+)?[`'\"]?[\w.@/+-]+",
     re.I,
 )
@@ -192,7 +193,7 @@ _HABITS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (DELEGATION, ("yourself", "asking", "tell", "show", "explain", "instruct", "with me", "ask")),
     (PACE, ("at a time", "small", "atomic", "incremental", "focused")),
     (KIND_SHOULD, ("each", "every", "all")),
-    (SHOULD_BE_ON, ("be using", "be running", "be on")),
+    (SHOULD_BE_ON, (" be ",)),
     (NEEDLESS, ("need",)),
 )
 

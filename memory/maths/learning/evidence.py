@@ -336,10 +336,28 @@ def _imperative_rule(text: str) -> bool:
     scoped = bool(match.group("scope") and _PRACTICE_NOUN.search(match.group("scope")))
     return bool(
         scoped
-        or _STRONG_VALUE.search(text)
+        or _CONVENTION_VALUE.search(text)
         or _GENERAL.search(text)
         or _GENERIC_OBJECT.search(rest)
     )
+
+
+# A value a convention sets (a quoted name, a decorator, snake_case or camelCase), not a product's
+# name ("Push both branches to GitHub" is a task, "Prefix private helpers with '_'" a convention).
+_CONVENTION_VALUE = re.compile(
+    r"'[^'\s]{1,40}'|\"[^\"\n]{1,40}\"|`[^`\n]{1,60}`|@\w+|\b\w*_\w+\b|\b\w+_(?!\w)|\b[a-z]\w*[a-z][A-Z]\w*\b"
+)
+# What happens when the person does something, reported: "every time I run the tests they hang".
+_REPORT = re.compile(r"^(?:every\s+time|each\s+time|whenever|when)\s+i\b", re.I)
+
+
+def reports_what_happens(text: str) -> bool:
+    """ "Every time I …, <it happens>" with nothing asked of the agent (no imperative after the
+    comma, nobody addressed)."""
+    if not _REPORT.match(text) or cues.TO_THE_AGENT.search(text):
+        return False
+    _, comma, after = text.partition(",")
+    return not (comma and (_IMPERATIVE.match(after.strip()) or _RULE_VERB.match(after.strip())))
 
 
 # "your methods", "all our test files": the rule is about a kind of thing, not one of them.
