@@ -431,6 +431,9 @@ def test_a_sentence_about_something_else_is_not_addressed_to_the_agent(
         "I'll review every pull request myself before it is merged.",
         "Every time I run the tests they hang.",
         "Push both branches to GitHub.",
+        "Don't underestimate the value of a good commit message.",
+        "Don't shy away from asking about the architecture.",
+        "Keep the old adapter around, you never know when a client still calls it.",
     ],
 )
 def test_a_rule_that_does_not_say_what_it_is_about_or_is_not_a_rule_is_not_kept(

@@ -164,7 +164,8 @@ _ANNOUNCEMENT = re.compile(
 # Praise and reassurance about the work ("great job", "no pressure", "feel free to"): about
 # the person, not a practice.
 _ENCOURAGEMENT = re.compile(
-    r"\b(?:happy\s+to|here\s+to\s+help|(?:don'?t|do\s+not)\s+(?:be\s+afraid|worry)|"
+    r"\b(?:happy\s+to|here\s+to\s+help|(?:don'?t|do\s+not)\s+(?:be\s+afraid|worry|shy\s+away|"
+    r"underestimate)|you\s+never\s+know|"
     r"keep\s+up\s+the|great\s+job|good\s+job|well\s+done|nice\s+work|"
     r"feel\s+free|no\s+pressure|you(?:'re|\s+are)\s+(?:doing|on\s+the\s+right)|"
     # a farewell, and "keep going" advice ("continue exploring …", "continue to challenge yourself")
