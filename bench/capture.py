@@ -11,8 +11,9 @@ the capture task calls on a prompt or a transcript's user entry) over:
   `user`) and of all drafts, one-off tasks stored as active (task prompts with an active draft,
   share of task prompts);
 - MemoryCode split into halves by a deterministic hash of the dialogue number (`dev` and
-  `held-out`; rules were written looking at neither — see docs/benchmarks.md): recall of stated
-  instructions, precision of drafts (`bench/learning_eval.states`);
+  `held-out`; rules may be written from what `--show mc-fp|mc-fn` prints, which is the dev half
+  only; the held-out half is only ever scored, never printed): recall of stated instructions,
+  precision of drafts (`bench/learning_eval.states`);
 - a transcript replay: MemoryCode held-out sessions as Claude Code JSONL (mentee turns as
   assistant entries) and, when `$ENGRAM_TRANSCRIPTS` (default `/work/data/transcripts`) holds
   `*.jsonl` files, the real transcripts there: drafts whose quote is not in a user entry

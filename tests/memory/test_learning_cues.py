@@ -24,7 +24,10 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
             "in future, keep PR descriptions under ten lines",
         ],
         [
+            "add type hints whenever possible",
+            "refactor the helpers whenever you have a minute",
             "the exporter will in the future support CSV",
+            "it reads a local file, and in the future may read from S3",
             "run the linter now",
             "push the branch",
         ],
@@ -63,13 +66,14 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
         cues.REMEMBER,
         [
             "remember that we deploy with Helm",
-            "remember to bump the version in pyproject.toml",
             "keep in mind that we target Python 3.11",
-            "don't forget to run the migrations check",
+            "don't forget that we squash-merge feature branches",
         ],
         [
             "I don't remember where the config lives",
             "do you remember the earlier error?",
+            "don't forget to run the migrations check",
+            "remember to bump the version in pyproject.toml",
         ],
     ),
     "RULE_REQUEST": (
@@ -114,6 +118,7 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
             "use pnpm",
             "not only the tests",
             "I am not sure",
+            "that's not right, look it up again",
         ],
     ),
     "CONTRAST_CHOICE": (
@@ -159,6 +164,71 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
         cues.WHY_THIS_CHOICE,
         ["why are we using webpack?", "why are you still running node?"],
         ["why does this test fail?", "why is the build slow?"],
+    ),
+    "DELEGATION": (
+        cues.DELEGATION,
+        [
+            "don't just tell me which commands to run, run them",
+            "please apply the edits yourself",
+            "go ahead and bump the versions without asking",
+            "ask me before you delete any branch",
+            "check with me first before installing a package",
+            "you can do the work yourself, no need to paste instructions",
+        ],
+        [
+            "tell me what the error means",
+            "I fixed it myself",
+            "ask the user for their email in the signup form",
+        ],
+    ),
+    "PACE": (
+        cues.PACE,
+        [
+            "let's go one failing test at a time",
+            "please migrate one module at a time",
+            "keep to small commits with clear messages",
+        ],
+        [
+            "the tests run one at a time on CI",
+            "the changes are too small to matter",
+        ],
+    ),
+    "KIND_SHOULD": (
+        cues.KIND_SHOULD,
+        [
+            "each handler should live in its own file",
+            "all fixtures must go in conftest.py",
+            "every migration needs to be reversible",
+        ],
+        [
+            "the handler should return 404 here",
+            "all of this is broken",
+            "each time I run it, it hangs",
+        ],
+    ),
+    "SHOULD_BE_ON": (
+        cues.SHOULD_BE_ON,
+        [
+            "we should be using uv for the lockfile",
+            "we *should* be on Python 3.12 by now",
+            "we shouldn't be committing the build folder at all",
+        ],
+        [
+            "we should be fine after the restart",
+            "we should use a set here",
+            "we should be getting a 200 here",
+        ],
+    ),
+    "NEEDLESS": (
+        cues.NEEDLESS,
+        [
+            "you don't need sudo to install into the venv",
+            "you do not need the browser tool for reading a local file",
+        ],
+        [
+            "you don't need to worry about the warnings",
+            "do you need the token to deploy?",
+        ],
     ),
     "PREFERENCE_IN_PASSING": (
         cues.PREFERENCE_IN_PASSING,
@@ -206,6 +276,20 @@ TIERS = [
     ("We should probably use git mv instead of mv.", "C"),
     ("Create a task to make sure we always validate input.", "C"),
     ("Don't clean it up, I'll look at it later.", ""),
+    ("Don't just tell me which commands to run, run them yourself.", "C"),
+    ("Please migrate one module at a time.", "C"),
+    ("Each handler should live in its own file.", "C"),
+    ("Always apply the edits yourself.", "A"),
+    ("Don't forget to run the migrations check.", "C"),
+    ("Remember to bump the version in pyproject.toml before each release.", "C"),
+    ("That's not right, just use `uv run pytest` for the tests.", "B"),
+    ("That's not right, look up the right flag in the docs.", "C"),
+    ("Instead of mocking the database, use the test database for every repository test.", "C"),
+    ("You must be careful with migrations: always write a reverse step.", "A"),
+    ("Every time I push, run the linter first.", "A"),
+    ("Add type hints whenever possible.", "C"),
+    ("I wanted to talk about why we never vendor dependencies in this repo.", "A"),
+    ("In the future, put new fixtures in conftest.py.", "A"),
 ]  # fmt: skip
 
 
@@ -321,3 +405,68 @@ def test_a_sentence_about_something_else_is_not_addressed_to_the_agent(
 ) -> None:
     matched = bool(cues.THIRD_PERSON.match(text) and not cues.TO_THE_AGENT.search(text))
     assert matched is about_else
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Implement this consistently from now on.",
+        "Apply them going forward.",
+        "I wanted to talk about how we handle releases going forward.",
+        "I'd like to go over the review process from now on.",
+        "how do I rebase onto main.",
+        "how can we improve the rules so you follow my instructions in the future?",
+        "Never hesitate to ask when the spec is unclear.",
+        "This keeps the diff small and easier to review in the future.",
+        "It will run automatically every time you push.",
+        "We can go over the deployment scripts in future sessions.",
+        "We'll pick up the release checklist next time.",
+        "Enjoy the rest of your day, and remember to take a break!",
+        "Until next time!",
+        "That is our naming convention: please apply it consistently in your code going forward.",
+        "I'd like you to continue exploring the test helpers.",
+        "Hi, you must be Sam, the new maintainer.",
+        "Instead of long-lived branches, we merge small changes to main every day.",
+        "We encourage all contributors to write tests for their changes.",
+        "I'll review every pull request myself before it is merged.",
+        "Every time I run the tests they hang.",
+        "Push both branches to GitHub.",
+        "Don't underestimate the value of a good commit message.",
+        "Don't shy away from asking about the architecture.",
+        "Keep the old adapter around, you never know when a client still calls it.",
+    ],
+)
+def test_a_rule_that_does_not_say_what_it_is_about_or_is_not_a_rule_is_not_kept(
+    prompt: str,
+) -> None:
+    assert L.extract(prompt) == [], prompt
+
+
+@pytest.mark.parametrize(
+    ("prompt", "statement"),
+    [
+        ("Make sure your handlers are covered by a test before you push.",
+         "Make sure your handlers are covered by a test before you push."),
+        ("Always make sure you run the linter before pushing.", "Always make sure you run the linter before pushing."),
+    ],
+)  # fmt: skip
+def test_a_preamble_is_cut_only_at_a_word_boundary(prompt: str, statement: str) -> None:
+    assert [d.statement for d in L.extract(prompt)][:1] == [statement]
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Remember, quality over quantity.",
+        "Remember, clean code is always the goal.",
+        "Remember, my door is always open if you get stuck.",
+    ],
+)
+def test_a_maxim_after_remember_is_not_a_rule(prompt: str) -> None:
+    assert L.extract(prompt) == []
+
+
+def test_remember_then_an_imperative_is_still_a_rule() -> None:
+    assert [
+        d.statement for d in L.extract("Remember, always run the formatter before you push.")
+    ] == ["Always run the formatter before you push."]

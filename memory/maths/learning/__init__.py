@@ -1,5 +1,6 @@
-"""Session learning, by job: prose and sentences (`text`), the prompt classifier (`classify`),
-the heuristic lesson extractor (`extract`), updates and variants (`variants`), transcript
+"""Session learning, by job: prose and sentences (`text`), evidence for and against a rule in a
+sentence (`evidence`), the cues of a standing rule and its tier (`cues`), the prompt classifier
+(`classify`), the heuristic lesson extractor (`extract`), updates and variants (`variants`), transcript
 parsing (`transcript`) and error → fix pairing (`fixes`).
 
 Pure Python (no Django). Callers import the package (`from memory.maths import learning`); the
@@ -14,12 +15,10 @@ from memory.maths.learning.classify import (
     LessonCheck,
     classify,
     classify_sentence,
-    is_announcement,
     lesson_check,
-    names_practice,
-    negative_evidence,
     statement_part,
 )
+from memory.maths.learning.evidence import is_announcement, names_practice, negative_evidence
 from memory.maths.learning.extract import (
     LessonDraft,
     anti_pattern_of,

@@ -10,6 +10,34 @@ import re
 from dataclasses import dataclass
 
 from memory.maths.learning import cues
+from memory.maths.learning.evidence import (
+    _BACKGROUND,
+    _CHATTER,
+    _CORRECTION_ANY,
+    _CORRECTION_LEAD,
+    _ENCOURAGEMENT,
+    _EVALUATIVE,
+    _GENERAL,
+    _IDENTITY_GUESS,
+    _IMPERATIVE,
+    _INSTEAD_WE_DO,
+    _ONE_OFF,
+    _POLITE_REQUEST,
+    _QUESTION_START,
+    _REMARK,
+    _REMEMBER_FACT,
+    _RULE_PATTERNS,
+    _SOFT_MARKER,
+    _STRONG,
+    _STRONG_VALUE,
+    _TASK_START,
+    _imperative_rule,
+    _remember_maxim,
+    is_announcement,
+    names_practice,
+    negative_evidence,
+    reports_what_happens,
+)
 from memory.maths.learning.text import (
     _INLINE_CODE,
     _LEAD_INS,
@@ -23,316 +51,6 @@ from memory.maths.learning.text import (
     TIER_CORRECTION,
     sentences,
 )
-
-# --- the classifier -------------------------------------------------------------------------
-
-_QUESTION_START = re.compile(
-    r"^(?:how|what|why|where|when|which|who|whose|is|are|was|were|do|does|did|can|could|"
-    r"would|will|should|shall|may|might|has|have|any\s+idea|is\s+there)\b",
-    re.I,
-)
-_POLITE_REQUEST = re.compile(r"^(?:can|could|would|will)\s+you\s+(?:please\s+)?", re.I)
-_STRONG = re.compile(
-    r"\b(?:always|never|from\s+now\s+on|going\s+forward|in\s+(?:the\s+)?future|"
-    r"from\s+here\s+on|every\s+time|whenever)\b",
-    re.I,
-)
-# (pattern, kind): each marks a sentence that states a standing rule or preference.
-_RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(p, re.I), kind)
-    for p, kind in (
-        (r"(?:^(?:please\s+)?|[,;:]\s*(?:please\s+)?|\b(?:you|we|i)\s+(?:should\s+|must\s+|will\s+|"
-         r"'ll\s+)?)(?:always|never)\s+(?!been\b|be\s+here|here\b)\w+", INSTRUCTION),
-        (r"^(?:please\s+)?(?:always|never)\b", INSTRUCTION),
-        (r"\b(?:always|never)\s+(?:use|add|include|start|end|name|prefix|suffix|put|write|keep|"
-         r"call|run|import|follow|check|test|commit|push|wrap|annotate|document|return|log|"
-         r"validate|handle|declare|define|mark|set|leave|create|make|apply|avoid)\b", INSTRUCTION),
-        (r"\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?future)\b",
-         INSTRUCTION),
-        (r"^(?:please\s+)?(?:do\s+not|don'?t)\s+(?!worry|hesitate|forget\s+that\b|mind|"
-         r"panic|bother|know|think|get\s+me|stress|feel|get\s+discouraged|hold\s+back|skimp|"
-         r"wait|be\s+afraid|let\s+(?:your|it|that|this))\w+", INSTRUCTION),
-        (r"\b(?:we|i)\s+(?:do\s+not|don'?t|never)\s+(?:use|want|allow|like|do|write|"
-         r"commit|put|add|need|rely|mix)\b", INSTRUCTION),
-        (r"\b(?:remember|keep\s+in\s+mind|note)\s+(?:to|that|this)\b", INSTRUCTION),
-        (r"^(?:please\s+)?remember\b", INSTRUCTION),
-        (r"(?:^(?:please\s+)?|[,;:]\s*)(?:make\s+sure|be\s+sure|ensure)\s+(?:to|that\s+(?:you|we)|"
-         r"you|we|all|every|each)\b", INSTRUCTION),
-        (r"\b(?:i|we)\s*(?:'d|would)?\s+(?:(?:really|now|also|just|still|then)\s+)?(?:prefer|like\s+you\s+to|want\s+you\s+to|"
-         r"need\s+you\s+to|expect\s+you\s+to|insist\s+on|recommend)\b", PREFERENCE),
-        (r"\bprefer(?:s|red)?\s+\S+(?:\s+\S+){0,5}\s+(?:over|to|instead\s+of|rather\s+than)\b",
-         PREFERENCE),
-        (r"\bi\s+(?:like|love|hate|dislike|prefer)\s+(?:it\s+when\s+)?\w+", PREFERENCE),
-        (r"\b(?:we|our\s+team|the\s+team|this\s+(?:repo|project|codebase|team))\s+"
-         r"(?:(?:always|usually|only|primarily|mostly|generally|normally|typically|exclusively|"
-         r"all|now|also)\s+)?(?:use|uses|follow|follows|stick\s+to|standardi[sz]e\s+on|"
-         r"name|write|prefix|suffix|start|end)\b", INSTRUCTION),
-        (r"\b(?:in|for)\s+this\s+(?:repo|repository|project|codebase|team|company)\b",
-         INSTRUCTION),
-        (r"\b(?:the|our)\s+(?:convention|guideline|rule|standard|house\s+style)\s+is\b",
-         INSTRUCTION),
-        (r"\binstead\s+of\b|\brather\s+than\b", INSTRUCTION),
-        (r"(?:^(?:please\s+)?|\b(?:you|we|please|to|and|always|never|should|must)\s+)(?:avoid|stop)"
-         r"\s+(?!by\b)\w+", INSTRUCTION),
-        (r"\byou\s+(?:must|should|shall|have\s+to|need\s+to|are\s+to)\s+(?:always\s+|never\s+|"
-         r"not\s+)?\w+", INSTRUCTION),
-        (r"\bwe\s+must\s+(?:always\s+|never\s+|not\s+)?\w+", INSTRUCTION),
-        (r"\bmust\s+(?:always\s+|never\s+|not\s+)?(?:be|use|have|include|start|end|follow)\b",
-         INSTRUCTION),
-        (r"\b(?:emphasi[sz]e|stress|underline)\s+(?:the\s+)?importance\s+of\b", INSTRUCTION),
-        (r"\brefrain\s+from\b", INSTRUCTION),
-        (r"(?:^|[,;:]\s*)(?:please\s+)?forget\s+about\s+\w+ing\b", INSTRUCTION),
-        # "It's important that you …" as the sentence's main clause, not "While it's important to"
-        (r"^(?:(?:so|also|and|now|but|first(?:ly)?|second(?:ly)?),?\s+)?it(?:'s|\s+is)\s+"
-         r"(?:important|essential|crucial|vital|imperative|mandatory|required)\s+(?:that\s+you|"
-         r"for\s+you\s+to|to\s+(?:always|never))\b|\bit(?:'s|\s+is)\s+best\s+(?:if|that)\s+you\b",
-         INSTRUCTION),
-        (r"\b(?:we|i)\s+(?:encourage|expect|ask|require)\s+(?:our|all|every|each|you|everyone)\b",
-         INSTRUCTION),
-        (r"\b(?:practice|thing|habit|point|convention|rule|standard|guideline)s?\b[^.;]{0,60}?\b"
-         r"is\s+(?:to\s+\w+|(?:the\s+)?(?:habit|practice|use|inclusion|idea)\s+of\s+\w+|\w+ing)\b",
-         INSTRUCTION),
-        (r"\bis\s+(?:mandatory|required|a\s+must|forbidden|not\s+allowed|banned)\b", INSTRUCTION),
-    )
-)  # fmt: skip
-# A correction of the previous action: a leading "no / actually / wait" before a rule or an
-# imperative (first sentence only), or an explicit "that's wrong", "not X but Y", "I said …".
-_CORRECTION_LEAD = re.compile(
-    r"^(?:no|nope|wrong|not\s+quite|actually|wait|stop|hmm,?\s+no)\b(?!\s+(?:worries|problem|"
-    r"thanks|need|idea|rush|doubt))[,.!:;-]*\s*",
-    re.I,
-)
-_CORRECTION_ANY = re.compile(
-    r"\bthat(?:'?s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|correct|what)|incorrect)\b"
-    r"|\bnot\s+(?!only\b|just\b)\S+(?:\s+\S+){0,4}?,?\s+but\s+(?!also\b)(?:use|with|\S+)"
-    r"|\b(?:you|it)\s+should(?:n'?t|\s+not)?\s+have\b"
-    r"|\bi\s+(?:said|told\s+you|asked\s+(?:you\s+)?(?:to|for|not))\b",
-    re.I,
-)
-# A rule is stated in general: for all, every, each of something; an imperative with one of
-# these is a standing instruction ("Add this decorator to all your methods").
-_GENERAL = re.compile(
-    r"\b(?:all|every|each|any|whenever|consistently|throughout|everywhere|by\s+default)\b", re.I
-)
-_IMPERATIVE = re.compile(
-    r"^(?:please\s+|also,?\s+|and\s+|so\s+|now,?\s+|then,?\s+)?(?:use|add|include|start|end|"
-    r"name|prefix|suffix|put|write|keep|call|run|prefer|avoid|stick|follow|make|let|wrap|"
-    r"annotate|document|format|import|sort|type|mark|place|store|append|begin|finish|"
-    r"terminate|decorate|apply|set|give|do|not|stop|ensure|remember|try|limit|return|"
-    r"validate|handle|log|check|test|commit|push|install|declare|define|label|leave)\b",
-    re.I,
-)
-# Casual phrasings that look like rules but are not about the work.
-_CHATTER = re.compile(
-    r"\b(?:feel\s+free|let\s+me\s+know|reach\s+out|don'?t\s+hesitate|any\s+questions|thank(?:s|\s+you)|"
-    r"nice\s+to\s+meet|glad|happy\s+to\s+help|have\s+a\s+(?:good|great|nice)|good\s+luck|"
-    r"see\s+you|welcome|take\s+care|appreciate|catch\s+up|talk\s+(?:soon|later))\b",
-    re.I,
-)
-# Tasks for now, not rules: "fix/implement/refactor/explain …" without a rule marker.
-_TASK_START = re.compile(
-    r"^(?:please\s+)?(?:fix|implement|refactor|explain|debug|investigate|look\s+at|check\s+out|"
-    r"write\s+(?:a|an|the|me)|create|build|generate|show\s+me|tell\s+me|help\s+me|review|"
-    r"summari[sz]e|find|open|read|run\s+the|deploy|update\s+the|rename\s+the|delete\s+the|"
-    r"can\s+you|could\s+you)\b",
-    re.I,
-)
-
-
-# --- evidence for and against a rule, sentence by sentence ---------------------------------
-# A clause that names a concrete practice: a value (quoted name, code-like token), a tool or
-# product name written with capitals inside the sentence, or a noun of the things conventions
-# are about (names, decorators, docstrings, imports, commits, dependencies …).
-_PRACTICE_NOUN = re.compile(
-    r"\b(?:names?|naming|prefix(?:es)?|suffix(?:es)?|decorators?|docstrings?|annotations?|type\s+hints?|"
-    r"imports?|modules?|packages?|libraries|library|dependenc(?:y|ies)|framework|indentation|"
-    r"tabs|spaces|quotes|line\s+length|camel\s*case|snake\s*case|kebab\s*case|pascal\s*case|"
-    r"upper\s*case|lower\s*case|commits?|commit\s+messages?|branch(?:es)?|pull\s+requests?|"
-    r"tests?|linter|formatter|debugger|profiler|ide|editor|vcs|version\s+control|"
-    r"functions?|methods?|classes|class|attributes?|variables?|arguments?|parameters?|"
-    r"constants?|comments?|assert(?:ions)?|exceptions?|logging|logs?|migrations?|"
-    r"endpoints?|schemas?|files?|folders?|directory|directories|config(?:uration)?|"
-    r"lockfile|script|scripts|helpers?|hooks?|pipelines?|ci|cd|docker|container|"
-    r"tool|tools|platform)\b",
-    re.I,
-)
-# A capitalised word after the first (PyCharm, GitLab, Black): a tool's or product's name.
-_PROPER_NAME = re.compile(r"(?<=\s)(?:[A-Z][a-z]*[A-Z]\w*|[A-Z]{2,}\w*|[A-Z][a-z]{2,})\b")
-# The rule is only announced, not stated: "some coding standards I'd like you to follow",
-# "a new naming convention for your method names", "update your function naming convention".
-_META_NOUN = (
-    r"(?:conventions?|standards?|practices?|guidelines?|instructions?|rules?|style|habits?|"
-    r"approach|polic(?:y|ies)|expectations|values|things|changes?|updates?|aspects?|points?|"
-    r"directives?|reminders?|requests?)"
-)
-_ANNOUNCEMENT = re.compile(
-    r"\b(?:some|a\s+few|few|a\s+couple\s+of|couple\s+of|certain|specific|particular|new|"
-    r"several|key|important|following|our|your|my|the|this|these|those|a|an)\s+"
-    r"(?:[\w-]+\s+){0,3}?" + _META_NOUN + r"\b",
-    re.I,
-)
-# Praise and reassurance about the work ("great job", "no pressure", "feel free to"): about
-# the person, not a practice.
-_ENCOURAGEMENT = re.compile(
-    r"\b(?:happy\s+to|here\s+to\s+help|(?:don'?t|do\s+not)\s+(?:be\s+afraid|worry)|"
-    r"keep\s+up\s+the|great\s+job|good\s+job|well\s+done|nice\s+work|"
-    r"feel\s+free|no\s+pressure|you(?:'re|\s+are)\s+(?:doing|on\s+the\s+right))\b",
-    re.I,
-)
-# A task for now or a one-off exploration, not a standing rule.
-_ONE_OFF = re.compile(
-    r"\b(?:if\s+you\s+haven'?t\s+already|for\s+your\s+next\s+task|"
-    r"tomorrow|next\s+(?:week|time|sprint)|to\s+begin\s+with|to\s+get\s+started)\b"
-    r"|\b(?:for\s+now|for\s+the\s+time\s+being|right\s+now|at\s+the\s+moment|today|soon|"
-    r"this\s+time|this\s+week|first)\s*[.!]?$"
-    r"|\b(?:familiari[sz]e\s+yourself|play(?:ing)?\s+around|try(?:ing)?\s+out|explore)\b",
-    re.I,
-)
-# "Remember that naming is hard": a thought to keep, not a practice.
-_REMEMBER_FACT = re.compile(
-    r"^(?:always\s+|just\s+|please\s+)?(?:remember|keep\s+in\s+mind)\s+that\s+"
-    r"(?!(?:you|we)\b)",
-    re.I,
-)
-# Background rather than a rule: "As you know, we use Git", "You're using the old API", "We'll
-# be shipping on Friday" (a description of the person or the team with no obligation in it).
-_BACKGROUND = re.compile(
-    r"^(?:as\s+you(?:'re|\s+are)?\s+(?:know|aware|may\s+know|can\s+see)\b"
-    r"|(?:you(?:'re|\s+are)|your|i\s+always|we(?:'ll|\s+will)\s+be)\b"
-    r"(?![^.]*\b(?:must|should|need\s+to|have\s+to|always|never|from\s+now\s+on|going\s+forward)\b))",
-    re.I,
-)
-# A general remark about a third party rather than an instruction to the reader: "A profiler
-# can't fix slow queries", "There's always a trade-off" (no modal, nothing addressed to anyone).
-_REMARK = re.compile(
-    r"^(?:a|an|the|every(?:one|body|thing)|nobody|no\s+one|there(?:'s|\s+is|\s+are)|"
-    r"it(?:'s|\s+is)\s+(?!important|essential|crucial|vital|imperative|mandatory|required|best)|"
-    r"[\w-]+\s+(?:doesn'?t|don'?t|isn'?t|aren'?t|can'?t)\s+(?:always|just|have\s+to))\b"
-    r"(?![^.]*\b(?:should|must|need\s+to|needs\s+to|has\s+to|have\s+to|is\s+to|are\s+to)\b)",
-    re.I,
-)
-# A recommendation or encouragement rather than a rule; it counts only with a named value.
-_SOFT_MARKER = re.compile(r"\b(?:i|we)\s+(?:also\s+)?(?:'d\s+)?(?:recommend|suggest)\b", re.I)
-# An evaluation of a value with no practice in it: "Consistency is key".
-_EVALUATIVE = re.compile(
-    r"^(?:(?:always\s+|just\s+)?remember\s+that\s+|keep\s+in\s+mind\s+that\s+)?(?:[\w'-]+\s+){1,5}?"
-    r"(?:is|are|isn'?t|aren'?t)\s+(?:just\s+|not\s+just\s+|all\s+|also\s+|so\s+|really\s+)?"
-    r"(?:key|crucial|essential|important|vital|everything|about|as\s+important|just\s+as)\b",
-    re.I,
-)
-# Discourse markers and a leading subordinate phrase before the main clause of a rule:
-# "Also,", "Secondly,", "Oh, and", "When naming methods,", "For attribute names,".
-_DISCOURSE = re.compile(
-    r"^(?:(?:ok(?:ay)?|so|and|also|oh|well|now|then|plus|right|alright|yes|lastly|finally|"
-    r"first(?:ly)?|second(?:ly)?|third(?:ly)?|next|additionally|moreover|furthermore|"
-    r"one\s+more\s+thing|another\s+thing|by\s+the\s+way|btw|in\s+addition|importantly|"
-    r"please|just|and\s+please)[\s,:;.!-]+)*"
-    r"(?P<scope>(?:when|whenever|while|if|for|regarding|as\s+for|with|in|on|about|concerning)\s+"
-    r"[^,;:]{1,60}[,:]\s*)?(?:please\s+|also\s+|just\s+)?",
-    re.I,
-)
-_RULE_VERB = re.compile(
-    r"(?:use|add|include|start|end|name|prefix|suffix|put|write|keep|import|prefer|avoid|"
-    r"stick|follow|wrap|annotate|document|format|indent|sort|type|mark|place|store|append|"
-    r"begin|finish|terminate|decorate|apply|label|declare|define|pin|lock|quote|capitali[sz]e|"
-    r"separate|group|order|limit|return|raise|log|validate|handle|check|test|run|commit|push|"
-    r"refrain|stop|reach\s+out|communicate|work|take|go|leave|ensure|make\s+sure|forget\s+about)\b",
-    re.I,
-)
-# A value that names what a rule is about: quoted, back-ticked, a decorator, or code-like.
-_STRONG_VALUE = re.compile(
-    r"'[^'\s]{1,40}'|\"[^\"\n]{1,40}\"|`[^`\n]{1,60}`|@\w+|\b\w*_\w+\b|\b\w+_(?!\w)|\b\w*[a-z][A-Z]\w*\b"
-)
-
-
-def names_practice(text: str) -> bool:
-    """True when a clause names a concrete practice (a value, a tool, a convention's object)."""
-    return bool(
-        _STRONG_VALUE.search(text)
-        or _PRACTICE_NOUN.search(text)
-        or _PROPER_NAME.search(text)
-        or _CONTRAST.search(text)
-        or _GENERAL.search(text)
-        or _VERB_OBJECT.search(text)
-        or re.search(r"\d", text)
-    )
-
-
-# A convention's verb with an object that is not a pronoun: "avoid using virtual environments".
-_VERB_OBJECT = re.compile(
-    r"\b(?:use|using|avoid|avoiding|include|including|add|adding|import|importing|write|writing|"
-    r"prefix|suffix|naming|wrap|annotate|document|format|pin|refrain\s+from)\s+"
-    r"(?!(?:it|them|this|that|these|those|something|anything|time|yourself)\b)"
-    r"(?:[\w-]+\s+){0,3}?[\w-]{3,}",
-    re.I,
-)
-
-
-# "X, not Y", "X instead of Y", "X over Y": a choice between two named things.
-_CONTRAST = re.compile(
-    r"\w,?\s+not\s+\w|\binstead\s+of\s+\w|\brather\s+than\s+\w|\bover\s+\w", re.I
-)
-
-
-def is_announcement(text: str) -> bool:
-    """True for a clause that announces rules without stating one ("a few coding standards I'd
-    like you to follow", "update your naming convention")."""
-    return bool(
-        _ANNOUNCEMENT.search(text)
-        and not _STRONG_VALUE.search(text)
-        and not _PROPER_NAME.search(_ANNOUNCEMENT.sub(" ", text))
-    )
-
-
-def _imperative_rule(text: str) -> bool:
-    """An imperative clause (after discourse markers and a leading "When naming X," phrase)
-    whose verb sets a convention and which names its object in general: a value, or a rule
-    for all/every case."""
-    match = _DISCOURSE.match(text)
-    assert match is not None  # every part of the pattern is optional
-    rest = text[match.end() :]
-    if _NO_MORE.match(rest):
-        return True  # "No print statements in library code."
-    if not _RULE_VERB.match(rest) or _TASK_START.match(rest):
-        return False
-    scoped = bool(match.group("scope") and _PRACTICE_NOUN.search(match.group("scope")))
-    return bool(
-        scoped
-        or _STRONG_VALUE.search(text)
-        or _GENERAL.search(text)
-        or _GENERIC_OBJECT.search(rest)
-    )
-
-
-# "your methods", "all our test files": the rule is about a kind of thing, not one of them.
-_GENERIC_OBJECT = re.compile(
-    r"\b(?:your|our|all)\s+(?:[\w-]+\s+){0,2}?(?:functions|methods|classes|attributes|variables|"
-    r"arguments|parameters|names|files|modules|tests|commits|messages|branches|imports|"
-    r"components|endpoints|helpers|hooks|code|projects|repos|repositories|scripts|queries)\b",
-    re.I,
-)
-
-
-_NO_MORE = re.compile(
-    r"^no\s+(?:more\s+)?[\w-]+s\s+(?:for|in|on|when|while|during|before|after)\b", re.I
-)
-
-
-def negative_evidence(text: str) -> bool:
-    """Evidence that a sentence with a rule's marker is not a rule: encouragement, a one-off
-    task or exploration, a greeting, or an announcement of rules to come."""
-    return bool(
-        _ENCOURAGEMENT.search(text)
-        or (_ONE_OFF.search(text) and not _STRONG.search(text))
-        or (
-            is_announcement(text)
-            and not _RULE_VALUE_AFTER_COLON.search(text)
-            and not cues.RULE_REQUEST.search(text)
-        )
-    )
-
-
-_RULE_VALUE_AFTER_COLON = re.compile(r":\s*\S")
 
 
 @dataclass(frozen=True)
@@ -378,12 +96,39 @@ _BACK_REFERENCE = re.compile(
 )
 
 
+# A question typed without its question mark: "how do I squash to main.", "what changes do you
+# need to make to the rules".
+_UNMARKED_QUESTION = re.compile(
+    r"^(?:(?:so|and|but|ok(?:ay)?|also)[,\s]+)?(?:how|what|why|where|which|who)\s+(?:\w+\s+){0,2}?"
+    r"(?:do|does|did|is|are|was|were|can|could|would|should|will|shall|has|have)\s+"
+    r"(?:you|we|i|it|they|this|that|the)\b",
+    re.I,
+)
+
+
+_WH_WORD = re.compile(r"^(?:how|what|why|where|which|who)\b", re.I)
+
+
+# A reason given for the rule before it: "This keeps the diff small", "It also makes the code
+# easier to maintain in the future", "Doing so prevents merge conflicts".
+_REASON = re.compile(
+    r"^(?:(?:and|also|so|plus)[,\s]+)?(?:it|this|that|these|those|doing\s+so|which)\s+"
+    r"(?:(?:also|really|will|would|can|could|should|usually|often|generally)\s+)*"
+    r"(?:help|helps|make|makes|ensure|ensures|allow|allows|keep|keeps|prevent|prevents|improve|"
+    r"improves|save|saves|reduce|reduces|means?|lets?|gives?|avoids?|enables?|prepares?|"
+    r"benefits?|simplif(?:y|ies)|guarantees?)\b"
+    r"|^(?:it|this|that|these|those)\s+will\s+(?!always\b|never\b|be\s+(?:our|the)\b)\w+",
+    re.I,
+)
+
+
 def _is_question(sentence: str) -> bool:
     s = sentence.strip()
     if s.endswith("?"):
         # "Could you always use pnpm from now on?" is a request phrased as a question, and so
         # is "can we update the rule to make sure you always push?"
-        if cues.RULE_REQUEST.search(s):
+        # ("how can we improve the rules …?" asks for ideas: a question)
+        if cues.RULE_REQUEST.search(s) and not _WH_WORD.match(s):
             return False
         return not (_POLITE_REQUEST.match(s) and _STRONG.search(s))
     return bool(_QUESTION_START.match(s)) and not _POLITE_REQUEST.match(s) and "?" in s
@@ -399,7 +144,7 @@ def statement_part(sentence: str) -> str:
     prefer X"); "" when the whole sentence is a question."""
     s = sentence.strip()
     if not s.endswith("?"):
-        return s
+        return "" if _UNMARKED_QUESTION.match(s) else s
     match = _EMBEDDED_QUESTION.search(s)
     if match and match.start() > 0:
         return s[: match.start()].strip()
@@ -409,8 +154,8 @@ def statement_part(sentence: str) -> str:
 # Markers strong enough to make a rule on their own ("always", "never", "from now on", a
 # leading "don't"); the others ("I'd like you to", "make sure", "we use") need a practice.
 _STRONG_RULE = re.compile(
-    r"\b(?:always|never|from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?"
-    r"future|every\s+time|whenever|no\s+more)\b|^(?:please\s+)?(?:do\s+not|don'?t)\s",
+    r"\b(?:always|never|from\s+now\s+on|going\s+forward|from\s+here\s+on|" + cues.IN_FUTURE + r"|"
+    r"every\s+time|" + cues.WHENEVER + r"|no\s+more)\b|^(?:please\s+)?(?:do\s+not|don'?t)\s",
     re.I,
 )
 
@@ -439,7 +184,7 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
 
     Evidence for: a rule marker ("always", "never", "from now on", "I prefer", "we use", "make
     sure" …), a correction of the previous action, or an imperative that sets a convention in
-    general ("Start attribute names with 'q_'", "When naming methods, end them with '_a'").
+    general ("Start private helpers with '_'", "When naming fixtures, end them with '_factory'").
     Evidence against: a question, encouragement or small talk, a one-off task or exploration
     ("for now", "familiarise yourself"), an announcement of rules that names none, an
     evaluation with no practice ("consistency is key"). A weak marker ("I'd like you to",
@@ -459,6 +204,8 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         cue = cues.is_standing(text)
         if not cue:
             return ""
+    if _REASON.match(text):
+        return ""  # "This keeps the diff small": why the rule before it holds
     if (
         _BACK_REFERENCE.match(text)
         and not _STRONG.search(text)
@@ -469,7 +216,9 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     if (_CHATTER.search(text) or _ENCOURAGEMENT.search(text)) and not _STRONG_VALUE.search(text):
         return ""
     if cues.DEICTIC.search(text) and not (
-        cues.STANDING_TIME.search(text) or cues.ALWAYS_NEVER.search(text)
+        cues.STANDING_TIME.search(text)
+        or cues.ALWAYS_NEVER.search(text)
+        or cues.working_habit(text)
     ):
         return ""  # "Don't clean it up": about the thing at hand
     if led:
@@ -478,7 +227,17 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         return CORRECTION
     if negative_evidence(text) or _EVALUATIVE.match(text):
         return ""
-    if _REMEMBER_FACT.match(_LEAD_INS.sub("", text)) and not _STRONG_VALUE.search(text):
+    if (
+        _REMEMBER_FACT.match(text)
+        or _REMEMBER_FACT.match(_LEAD_INS.sub("", text))
+        or _remember_maxim(text)
+    ) and not _STRONG_VALUE.search(text):
+        return ""
+    if (
+        _IDENTITY_GUESS.match(text)
+        or _INSTEAD_WE_DO.match(_LEAD_INS.sub("", text))
+        or reports_what_happens(text)
+    ):
         return ""
     remark = _REMARK.match(_LEAD_INS.sub("", text)) and not _STRONG_VALUE.search(text)
     if (
@@ -557,12 +316,32 @@ def classify(prompt: str) -> Classification:
             elif (
                 kind != CORRECTION
                 and not _STRONG_VALUE.search(text)
-                and not cues.STANDING_TIME.search(text)
+                and not names_practice(_the_rest(text))
                 and not cues.RULE_REQUEST.search(text)
+                and not cues.working_habit(text)
             ):
-                continue  # "Apply this consistently": nothing says what "this" is
+                # "Apply this consistently from now on": nothing says what "this" is, and a rule
+                # that does not say what it is about cannot be kept
+                continue
         found.append(Clause(text, kind, index))
     return Classification(tuple(found))
+
+
+def _the_rest(text: str) -> str:
+    """A rule without its back-reference, its scope ("in all your Python code") and its
+    frequency ("consistently", "for every file"): what is left must name a practice."""
+    tail = _masked(text).rpartition(": ")[2]  # "This is our convention: apply it from now on"
+    return _GENERAL.sub(" ", _SCOPE.sub(" ", _REFERS_BACK.sub(" ", tail)))
+
+
+# Where a rule applies, not what it is: "in your code", "across all our Python scripts".
+_SCOPE = re.compile(
+    r"\b(?:in|across|throughout|for|to|into)\s+(?:all\s+|each\s+|every\s+|any\s+)?(?:of\s+)?"
+    r"(?:your|our|the|my|all)?\s*(?:[\w-]+\s+){0,3}?(?:code|codebases?|code\s*base|scripts?|"
+    r"modules?|projects?|files?|work(?:flow)?|repos?|repositor(?:y|ies)|programs?|applications?|"
+    r"apps?)\b",
+    re.I,
+)
 
 
 # A rule whose object is a pronoun or "this decorator / these names": it needs the sentence
@@ -571,8 +350,10 @@ _REFERS_BACK = re.compile(
     r"\b(?:this|these|those)\s+(?:decorator|convention|practice|rule|prefix|suffix|naming|"
     r"names?|module|tool|approach|habit|guideline|standard|format|style|one|way)\b"
     r"|\b(?:apply|follow|use|add|include|implement|incorporate|adopt|keep|do|start|avoid|"
-    r"skip|import|end|name|prefix|suffix|try)\s+(?:\w+ing\s+(?:on\s+|with\s+|to\s+)?)?"
-    r"(?:this|these|those|it|them|that)\b",
+    r"skip|import|end|name|prefix|suffix|try|prioriti[sz]e|integrate|utili[sz]e|embrace|"
+    r"stick\s+to|stick\s+with|consistent\s+with|refer\s+to)\s+"
+    r"(?:\w+ing\s+(?:on\s+|with\s+|to\s+)?)?(?:this|these|those|it|them|that)\b"
+    r"(?!\s+(?:way|one|is|was|are|were|the|a|an|you|we)\b)",
     re.I,
 )
 

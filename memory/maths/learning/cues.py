@@ -17,12 +17,27 @@ from memory.maths.learning.text import TIER_CORRECTION, TIER_EXPLICIT, TIER_INFE
 
 # --- what makes a rule last -------------------------------------------------------------------
 
+# "Whenever" as a standing time, not the hedge "whenever possible / needed / you can".
+WHENEVER = (
+    r"whenever(?!\s+(?:possible|needed|necessary|appropriate|applicable|feasible|"
+    r"you\s+(?:can|need|want|like|feel|have\s+(?:a|any|the)))\b)"
+)
+# "In the future" as a standing time, not "in future releases / in a future session" (about the
+# product or the conversation).
+IN_FUTURE = (
+    r"in\s+(?:the\s+)?future\b(?!\s+(?:[\w-]+\s+)?(?:sessions?|meetings?|conversations?|"
+    r"discussions?|releases?|versions?|iterations?|sprints?|projects?|roles?|updates?|work)\b)"
+    # "… in the future may support X": what the product will do, not how to work
+    r"(?!,?\s+(?:it\s+|this\s+|they\s+|we\s+)?(?:will|may|might|could|would|can)\b)"
+)
 # A time or frequency that reaches past this task: "from now on", "next time", "ever again".
 STANDING_TIME = re.compile(
-    r"(?<!will\s)(?<!would\s)(?<!could\s)(?<!may\s)(?<!might\s)\bin\s+(?:the\s+)?future\b"
-    r"|\b(?:don'?t|do\s+not|not|never)\b[^.?!]{0,60}\bever\b"
+    r"(?<!will\s)(?<!would\s)(?<!could\s)(?<!may\s)(?<!might\s)\b" + IN_FUTURE + r"|"
+    r"\b(?:don'?t|do\s+not|not|never)\b[^.?!]{0,60}\bever\b"
     r"|\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on(?:\s+out)?|"
-    r"next\s+time|every\s+time|each\s+time|any\s*time\s+you|whenever|in\s+all\s+cases|"
+    r"(?<!until\s)next\s+time|every\s+time|each\s+time|any\s*time\s+you|"
+    + WHENEVER
+    + r"|in\s+all\s+cases|"
     r"(?:ever|never)\s+again|for\s+all\s+future|moving\s+forward|in\s+every\s+(?:session|task|"
     r"project|repo))\b",
     re.I,
@@ -49,10 +64,13 @@ PROJECT_CONVENTION = re.compile(
     r"house\s+style|style\s+guide)\s+is\b",
     re.I,
 )
-# "Remember that we …", "remember to …", "keep in mind that we …", "note that we always …".
+# "Remember that we …", "keep in mind that we …", "don't forget that we …": a convention of the
+# team. "Remember to …" and "don't forget to …" alone are reminders, often about this task only
+# (candidates).
 REMEMBER = re.compile(
-    r"\b(?:remember|keep\s+in\s+mind|don'?t\s+forget|never\s+forget)\s+(?:that\s+)?"
-    r"(?:we|you|to|this\s+(?:repo|project)|in\s+this)\b",
+    r"\b(?:remember|keep\s+in\s+mind|never\s+forget)\s+(?:that\s+)?"
+    r"(?:we|this\s+(?:repo|project)|in\s+this)\b"
+    r"|\b(?:don'?t|do\s+not)\s+forget\s+that\s+(?:we|in\s+this|this\s+(?:repo|project))\b",
     re.I,
 )
 # A request to record a rule: "make a rule that …", "add to your rules that …", "update the
@@ -88,9 +106,14 @@ CORRECTION_LEAD = re.compile(
 # … that names the right way next to the wrong one: "use X, not Y", "X instead of Y", "not X
 # but Y".
 RIGHT_WAY = re.compile(
-    r"\w[`'\"]?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b)(?:the\s+|a\s+)?[`'\"@\w]"
+    r"\w[`'\"]?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b|right\b|correct\b|what\b|working\b|"
+    r"true\b|quite\b|really\b|it\b)(?:the\s+|a\s+)?[`'\"@\w]"
     r"|\binstead\s+of\b|\brather\s+than\b|\bnot\s+\S+(?:\s+\S+){0,4}?,?\s+but\s+\w",
     re.I,
+)
+# … or names only the right one, written as code: "that's wrong, just use `uv run pytest`".
+RIGHT_COMMAND = re.compile(
+    r"\b(?:use|run|call|import|install)\s+(?:the\s+|it\s+with\s+)?`[^`\n]{1,80}`", re.I
 )
 
 # A choice between two named ways: "test the domain module, not the CLI", "run it with X
@@ -101,6 +124,79 @@ CONTRAST_CHOICE = re.compile(
     r"(?:,?\s+not\s+(?!only\b|just\b|sure\b|yet\b)[`'\"@\w]|\s+instead\s+of\s+\S|\s+rather\s+than\s+\S)",
     re.I,
 )
+# --- working habits stated without a classic marker (candidates unless a marker makes them A) ---
+
+# The agent should act instead of handing the work back, or ask before it acts: "do it
+# yourself", "don't just tell me what to run", "apply the edits yourself", "go ahead without
+# asking", "ask me before you delete anything", "check with me before installing".
+DELEGATION = re.compile(
+    r"\b(?:don'?t|do\s+not|stop)\s+(?:just\s+)?(?:tell(?:ing)?|show(?:ing)?|explain(?:ing)?|"
+    r"instruct(?:ing)?)\s+me\s+(?:what|how|which)\s+(?:to|commands?|steps?)\b"
+    r"|\b(?:do|apply|make|run|fix|implement|execute|edit|change|write)\s+(?:it|them|that|this|"
+    r"(?:the\s+|these\s+|those\s+)?(?:changes?|edits?|fix(?:es)?|commands?|steps?|updates?))\s+"
+    r"yourself\b"
+    r"|\bdo\s+(?:the\s+work|everything|it\s+all|that)\s+yourself\b"
+    r"|\b(?:without|instead\s+of)\s+asking(?:\s+me)?\b"
+    r"|\b(?:ask|check\s+with|confirm\s+with)\s+me\s+(?:first\s+)?before\s+(?:you\s+)?\w+"
+    r"|\b(?:don'?t|do\s+not)\s+ask\s+(?:me\s+)?(?:for\s+(?:permission|confirmation)|"
+    r"(?:whether|if)\s+(?:you\s+should|to))\b",
+    re.I,
+)
+# The pace or size of the work: "one change at a time", "one file at a time", "small commits".
+PACE = re.compile(
+    r"\bone\s+(?:[\w-]+\s+)?(?:thing|issue|step|file|change|task|feature|bug|test|problem|"
+    r"fix|commit|pr|module|component|function|question|item|scenario|migration)\s+at\s+a\s+time\b"
+    r"|\b(?:small|smaller|atomic|incremental|focused)\s+(?:commits|steps|changes|prs|"
+    r"pull\s+requests|diffs)\b",
+    re.I,
+)
+# A convention stated about a kind of thing with a modal: "each handler should live in its own
+# file", "all fixtures must go in conftest", "every endpoint needs a contract test" (about every
+# one of them, so not about the item at hand).
+KIND_SHOULD = re.compile(
+    r"^(?:(?:and|also|so|but|note)\s*,?\s+)?(?:each|every|all)\s+(?:of\s+(?:the|our|your)\s+)?"
+    r"(?:[\w.@/-]+\s+){0,2}?[\w.@/-]+\s+(?:should|must|needs?\s+to|has\s+to|have\s+to|ought\s+to)\s+"
+    r"(?:always\s+)?(?:be|have|use|live|go|stay|start|end|follow|include|contain|get|sit|import|"
+    r"call|return|run|come|belong)\b",
+    re.I,
+)
+# The tool or version the project should be on, or what it should not be doing: "we should be
+# using uv", "we should be on Python 3.12", "we shouldn't be vendoring the SDK".
+SHOULD_BE_ON = re.compile(
+    r"\bwe\s+[_*]{0,2}(?:should(?:n'?t|\s+not)?|ought\s+(?:not\s+)?to|are\s+(?:not\s+)?supposed\s+to|"
+    r"need\s+to)[_*]{0,2}\s+be\s+(?:using|running|on|committing|pushing|importing|installing|"
+    r"vendoring|pinning|storing|checking\s+in)\s+"
+    r"(?:the\s+)?[`'\"]?[\w.@/+-]+",
+    re.I,
+)
+# A tool or step the agent reached for that the task does not need: "you don't need sudo to
+# install into the venv", "you do not need the browser tool to read a local file".
+NEEDLESS = re.compile(
+    r"\byou\s+(?:don'?t|do\s+not|never)\s+need\s+(?:to\s+(?:use|run|call|install|start|open)\s+)?"
+    r"(?!to\b)(?:the\s+|a\s+|an\s+|any\s+)?[\w.@/-]+(?:\s+[\w.@/-]+){0,2}?\s+(?:to|for)\s+"
+    r"(?:\w+ing\b|(?!be\b|do\b|worry\b)\w+)",
+    re.I,
+)
+
+
+def working_habit(sentence: str) -> bool:
+    """True when a sentence states a working habit without a classic marker (delegation, pace,
+    a convention about a kind of thing, the tool to be on, a needless tool)."""
+    low = sentence.casefold()
+    return any(
+        any(word in low for word in words) and pattern.search(sentence)
+        for pattern, words in _HABITS
+    )
+
+
+_HABITS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (DELEGATION, ("yourself", "asking", "tell", "show", "explain", "instruct", "with me", "ask")),
+    (PACE, ("at a time", "small", "atomic", "incremental", "focused")),
+    (KIND_SHOULD, ("each", "every", "all")),
+    (SHOULD_BE_ON, (" be ",)),
+    (NEEDLESS, ("need",)),
+)
+
 # A hedge: "probably", "maybe", "I think" — not an unmistakable rule.
 HEDGE = re.compile(
     r"\b(?:probably|maybe|perhaps|might|i\s+(?:think|guess|suppose)|not\s+sure|possibly)\b", re.I
@@ -226,7 +322,7 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     )
     if (
         corrects
-        and RIGHT_WAY.search(sentence)
+        and (RIGHT_WAY.search(sentence) or RIGHT_COMMAND.search(sentence))
         and not ONE_OFF.search(sentence)
         and not DEICTIC.search(sentence)
     ):
@@ -242,7 +338,7 @@ def is_standing(sentence: str) -> bool:
     low = sentence.casefold()
     # Each group runs only when a word it needs is in the sentence: most sentences have none,
     # and this runs on the UserPromptSubmit path (≤ 1 ms per prompt).
-    return any(
+    return working_habit(sentence) or any(
         any(word in low for word in words) and pattern.search(sentence) for pattern, words in _GATED
     )
 

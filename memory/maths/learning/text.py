@@ -122,13 +122,13 @@ _PREAMBLES = re.compile(
     r"^(?:(?:i(?:\s+would|'d)\s+like\s+(?:you|us)\s+to|i\s+want\s+(?:you|us)\s+to|"
     r"i\s+need\s+you\s+to|i\s+expect\s+you\s+to|i\s+(?:want\s+to\s+)?encourage\s+you\s+to|"
     r"i(?:'d)?\s+(?:really\s+)?(?:like|want)\s+to\s+"
-    r"(?:remind|tell|ask)\s+you\s+(?:to|that)|make\s+sure\s+(?:to|that|you)|be\s+sure\s+to|"
+    r"(?:remind|tell|ask)\s+you\s+(?:to|that)|make\s+sure\s+(?:to|that|you)\b(?!')|be\s+sure\s+to|"
     r"ensure\s+that|remember\s+(?:to|that)|keep\s+in\s+mind\s+(?:to|that)|please\s+note\s+that|"
     r"note\s+that|from\s+now\s+on|going\s+forward|from\s+here\s+on|in\s+(?:the\s+)?future|"
     r"that(?:'s|\s+is|\s+was)\s+(?:wrong|not\s+right|incorrect)|"
     r"one\s+(?:of\s+the\s+things|thing)\s+i\s+(?:insist\s+on|want\s+you\s+to\s+\w+)\s+is|"
     r"it(?:'s|\s+is)\s+(?:important|essential|crucial|vital|imperative|mandatory|required|best)\s+"
-    r"(?:that\s+(?:you|we)|to|if\s+you)|"
+    r"(?:that\s+(?:you|we)|to(?!\s+(?:me|us|them|him|her)\b)|if\s+you)|"
     r"(?:can|could|would|will)\s+you\s+(?:please\s+)?)"
     r"[\s,:;.!-]*)+",
     re.I,

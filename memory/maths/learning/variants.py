@@ -78,8 +78,8 @@ SAME_RULE_WORDS = 0.6
 def same_rule_other_value(new: str, old: str) -> bool:
     """A lexical variant test that tolerates rephrasing: both statements carry values, the
     values differ, and the plain words of the shorter are mostly in the longer ("When naming
-    function argument names, always start them with 'e_'" / "Start function argument names
-    with 'g_'")."""
+    pytest fixtures, always start them with 'make_'" / "Start pytest fixture names with
+    'build_'")."""
     va, vb = values_of(new), values_of(old)
     if not va or not vb or va == vb:
         return False
@@ -91,8 +91,8 @@ def same_rule_other_value(new: str, old: str) -> bool:
 
 # The slot a rule fills: what it names or configures. Two rules of the same slot with other
 # values (or the opposite direction) are two versions of one rule, however they are worded:
-# "When naming function argument names, always start them with 'e_'" and "start function
-# argument names with 'g_' from now on" fill (argument+function names, start).
+# "When naming pytest fixtures, always start them with 'make_'" and "start fixture names with
+# 'build_' from now on" fill (fixture names, start).
 _NAMED_THING = re.compile(
     r"\b(function|method|class|attribute|variable|argument|parameter|constant|module|file|"
     r"test|branch|commit|table|column|component|field|property|interface|helper|fixture|"
@@ -104,10 +104,10 @@ _POSITION = {
     "end": "end", "finish": "end", "terminate": "end", "suffix": "end",
     "include": "include", "contain": "include",
 }  # fmt: skip
-# "start ending your method names with '_p'": the position is "end", not "start".
+# "start ending your test names with '_spec'": the position is "end", not "start".
 _POSITION_WORD = re.compile(r"\b(" + "|".join(_POSITION) + r")(?!\w*\s+\w+ing\b)", re.I)
 _NAMING_WORD = re.compile(r"\bnam(?:e|es|ed|ing)\b|\bprefix|\bsuffix", re.I)
-# "use X as the main computer", "use X for video calls", "switch to X for our tickets".
+# "use X as the package manager", "use X for end-to-end tests", "switch to X for issue tracking".
 _TOOL_ROLE = re.compile(
     r"\b(?:use|uses|using|utili[sz](?:e|ing)|switch(?:ing)?\s+to|transition\s+to|move\s+to|adopt|go\s+with)\s+"
     r"(?:a\s+|an\s+|the\s+|one\s+of\s+the\s+)?(?P<tool>[^,;.]{1,40}?)\s+(?:as|for|to)\s+"
@@ -140,7 +140,7 @@ _ROLE_NOISE = frozenset(
 
 def naming_slots(statement: str) -> set[tuple[frozenset[str], str]]:
     """(the kinds of names, the position) of each naming rule with a value in a statement:
-    "End attribute names with '_j' and start method names with 'a_'" has two."""
+    "End test names with '_spec' and start fixture names with 'make_'" has two."""
     if not _NAMING_WORD.search(statement):
         return set()
     out = set()
@@ -153,7 +153,7 @@ def naming_slots(statement: str) -> set[tuple[frozenset[str], str]]:
         named = {m.casefold() for m in _NAMED_THING.findall(part)}
         if named:
             # What is named is the most specific kind: "function argument names", "the
-            # arguments of your functions" and "argument variables" all name arguments.
+            # arguments of your handlers" and "argument variables" all name arguments.
             thing = next((k for k in _NAMING_ORDER if k in named), sorted(named)[0])
         if values_of(part) and thing and position:
             out.add((frozenset([_NAMING_KIND.get(thing, thing)]), position))
@@ -214,7 +214,7 @@ def _same_role(a: tuple[frozenset[str], frozenset[str], str], b: tuple[frozenset
     ra, rb = a[1], b[1]
     if len(ra & rb) * 2 >= min(len(ra), len(rb)):
         return True
-    # "your main VCS" and "our version control system"
+    # "our ORM" and "the object-relational mapper"
     return (len(ra) == 1 and _acronym_of(ra, rb, b[2])) or (
         len(rb) == 1 and _acronym_of(rb, ra, a[2])
     )
@@ -272,7 +272,7 @@ def variant_kind(new: str, old: str) -> str:
         return NAMING if same else ""
     digits_new, digits_old = _digits(new), _digits(old)
     if same_rule_other_value(digits_new, digits_old) and _numbers_only(digits_new, digits_old):
-        return NUMBER  # "no more than three days a week" / "no more than twice a week"
+        return NUMBER  # "retry at most three times" / "retry at most 5 times"
     tool_new, tool_old = tool_slot(new), tool_slot(old)
     if tool_new and tool_old and not (tool_new[0] & tool_old[0]) and _same_role(tool_new, tool_old):
         return ROLE
@@ -282,7 +282,7 @@ def variant_kind(new: str, old: str) -> str:
         b = plain_words(old) - _DIRECTION_WORDS
         if a and b and len(a & b) / len(a | b) >= SAME_RULE_WORDS:
             return REVERSED
-        # "Stop using a linter altogether" / "Use a linter for all your Python code"
+        # "Stop using mocks altogether" / "Use mocks for all network calls in tests"
         if _used_objects(new) & _used_objects(old):
             return REVERSED
     if same_rule_other_value(new, old) or same_rule_other_value(digits_new, digits_old):
