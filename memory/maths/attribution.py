@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 MATCH_SHARE = 0.6  # share of the key terms an input must contain to match
+TOUCH_TERMS = 2  # salient terms one input or prompt must hold for the session to touch a topic
 MAX_TERMS = 6
 STOP_WORDS = frozenset(
     [
@@ -238,9 +240,21 @@ def salient_terms(statement: str, anti_pattern: str = "", trigger_context: str =
     return {t for t in terms if t}
 
 
-def _untouched(terms: set[str], texts: Sequence[str]) -> bool:
-    haystack = "\n".join(texts).lower()
-    return bool(terms) and not any(has_term(term, haystack) for term in terms)
+def _untouched(
+    terms: set[str], texts: Sequence[str], trigger: AbstractSet[str] = frozenset()
+) -> bool:
+    """No one text (a tool input, a prompt) holds TOUCH_TERMS of the terms (all of them when
+    there are fewer) or a word of the trigger (which names where the rule applies). One shared
+    word of the statement is not its topic: a long real session's inputs hold "user", "file" or
+    "main" somewhere whatever the rule says."""
+    terms = terms | trigger
+    need = min(TOUCH_TERMS, len(terms))
+    for haystack in (text.lower() for text in texts):
+        if any(has_term(term, haystack) for term in trigger):
+            return False
+        if sum(1 for term in terms if has_term(term, haystack)) >= need:
+            return False
+    return bool(terms)
 
 
 def attribute(
@@ -256,9 +270,9 @@ def attribute(
 
     A "don't" engram with a trigger is judged by its trigger alone: the input a PreToolUse
     reminder warned about is exactly the input that counts against it. An engram that was
-    neither followed nor contradicted is "irrelevant" when nothing in the session — no tool
-    input, no prompt or other `context` — shares a single salient term or trigger word with
-    it (DESIGN: the session never touched its topic), and "ignored" otherwise.
+    neither followed nor contradicted is "irrelevant" when nothing in the session — no one tool
+    input, prompt or other `context` — holds two of its salient terms or trigger words (DESIGN:
+    the session never touched its topic), and "ignored" otherwise.
     """
     inputs = [text for text in inputs if text]
     verdict = _attribute(
@@ -270,7 +284,8 @@ def attribute(
     )
     if verdict.result == "ignored":
         texts = inputs + [text for text in context if text]
-        if _untouched(salient_terms(statement, anti_pattern, trigger_context), texts):
+        trigger = salient_terms("", "", trigger_context)
+        if _untouched(salient_terms(statement, anti_pattern), texts, trigger):
             return Attribution(
                 "irrelevant", "nothing in the session (prompts, tool inputs) touched its terms"
             )

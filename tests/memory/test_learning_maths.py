@@ -306,9 +306,17 @@ def test_an_engram_the_session_never_touched_is_irrelevant_not_ignored() -> None
         statement=rule,
         polarity="do",
         inputs=["pnpm install"],
-        context=["log the timestamp of each build"],
+        context=["log the timestamp of each build in UTC"],
     )
     assert touched.result == "ignored"
+    # One shared word is not the topic: long sessions hold most words somewhere.
+    grazed = attribution.attribute(
+        statement=rule,
+        polarity="do",
+        inputs=["pnpm install"],
+        context=["log the timestamp of each build", "print the UTC offset"],
+    )
+    assert grazed.result == "irrelevant"
     # A trigger word counts as the topic too.
     trigger = attribution.attribute(
         statement="Never force-push",

@@ -509,7 +509,7 @@ def test_session_end_builds_co_access_edges_once(owner: Any) -> None:
 def test_attribution_marks_followed_contradicted_ignored_and_irrelevant(owner: Any) -> None:
     do = make_active(owner, "Use `uv pip install` to add packages", "project:x")
     dont = make_active(owner, "Never run `git push --force` on main", "project:x", polarity="dont")
-    other = make_active(owner, "Document every public endpoint", "project:x")
+    other = make_active(owner, "Document every public endpoint in the README", "project:x")
     unrelated = make_active(owner, "Store every timestamp in UTC", "project:x")
     session = sessions.session_start(owner=owner, session_id="s1", scope="project:x")
     inject_rows(
@@ -520,10 +520,13 @@ def test_attribution_marks_followed_contradicted_ignored_and_irrelevant(owner: A
     sessions.observation_record(
         owner=owner, session=session, tool="Bash", tool_input={"command": "uv pip install rich"}
     )
-    # The session touched the public views (the topic of "document every public endpoint")
-    # without documenting them: ignored. Nothing touched timestamps: irrelevant.
+    # The session touched a public endpoint (the topic of "document every public endpoint in
+    # the README") without documenting it: ignored. Nothing touched timestamps: irrelevant.
     sessions.observation_record(
-        owner=owner, session=session, tool="Edit", tool_input={"file_path": "src/public/views.py"}
+        owner=owner,
+        session=session,
+        tool="Edit",
+        tool_input={"file_path": "src/public/endpoint.py"},
     )
     sessions.observation_record(
         owner=owner,

@@ -1,0 +1,294 @@
+"""Maintenance on real use: real Claude Code transcripts replayed through every hook, then the
+daily job, then the proposals a person would be asked to review (issue #26 item 7).
+
+Each folder under --transcripts (default $ENGRAM_TRANSCRIPTS, else /work/data/transcripts;
+`<owner>__<repo>/*.jsonl`, kept outside the repository) is one developer: one Engram owner.
+Their sessions are replayed oldest first, each as Claude Code would have sent it:
+SessionStart with the transcript's cwd, then in transcript order every typed prompt
+(UserPromptSubmit) and every tool call (PreToolUse, then PostToolUse or PostToolUseFailure with
+its real input and result), then Stop. The transcript file the hooks name grows as the session
+does: at each hook it holds the lines written up to that moment (a copy under a temporary
+folder that is the server's ENGRAM_TRANSCRIPT_DIRS). Tasks run in-process (eager), no LLM key:
+capture, attribution and outcomes are the fallbacks most users get.
+
+Then the daily job (`maintenance.maintain_all`: the 30-day archive, then maintenance) runs
+once now and once 31 days later, and the bench prints, per owner, what was stored (active
+rules by source, candidates) and every maintenance proposal with its engram's statement, who
+stated it, its outcomes and the proposal's reason. `--proposals FILE` writes them as JSON lines
+for labelling; `--labels FILE` (default bench/labels/maintenance_real.jsonl: {"text", "change",
+"label": "useful" | "not", "why"}) reads the hand labels back and prints the share a careful
+user would accept.
+
+    .venv/bin/python bench/maintenance_real.py [--limit-sessions N] [--proposals FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+TRANSCRIPTS = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/work/data/transcripts"))
+LABELS = ROOT / "bench" / "labels" / "maintenance_real.jsonl"
+HOOK = "/api/v1/hooks/claude-code"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def bootstrap(database_url: str | None, served: Path) -> None:
+    data = tempfile.mkdtemp(prefix="engram-maintenance-real-")
+    os.environ.update(
+        {
+            "DATABASE_URL": database_url or f"sqlite:///{data}/engram.sqlite3",
+            "ENGRAM_DATA_DIR": data,
+            "REDIS_URL": "",
+            "CELERY_TASK_ALWAYS_EAGER": "1",
+            "ANTHROPIC_API_KEY": "",
+            "LOG_LEVEL": "WARNING",
+            "ENGRAM_TRANSCRIPT_DIRS": str(served),
+        }
+    )
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "engramsite.settings")
+    os.environ.setdefault("SECRET_KEY", "engram-maintenance-real-bench-not-secret")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    call_command("migrate", verbosity=0)
+
+
+def _started(lines: list[bytes]) -> datetime | None:
+    for raw in lines:
+        try:
+            row = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("timestamp"):
+            try:
+                return datetime.fromisoformat(str(row["timestamp"]).replace("Z", "+00:00"))
+            except ValueError:
+                return None
+    return None
+
+
+def _cwd(lines: list[bytes], folder: str) -> str:
+    for raw in lines:
+        try:
+            row = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and row.get("cwd"):
+            return str(row["cwd"])
+    return f"/work/{folder}"
+
+
+def events(lines: list[bytes]) -> list[tuple[int, str, dict[str, Any]]]:
+    """(line number, hook event, fields) in transcript order: typed prompts and tool calls."""
+    from memory.maths import learning
+
+    entries = learning.parse_lines(lines)
+    results = {e.tool_id: e for e in entries if e.kind == "tool_result"}
+    out: list[tuple[int, str, dict[str, Any]]] = []
+    for entry in entries:
+        if entry.kind == "user":
+            out.append((entry.line, "prompt", {"prompt": entry.text}))
+        elif entry.kind == "tool_use":
+            try:
+                tool_input = json.loads(entry.tool_input)
+            except ValueError:
+                tool_input = {}
+            result = results.get(entry.tool_id)
+            out.append(
+                (
+                    result.line if result else entry.line,
+                    "tool",
+                    {
+                        "tool_name": entry.tool,
+                        "tool_input": tool_input if isinstance(tool_input, dict) else {},
+                        "output": result.text if result else "",
+                        "error": bool(result and result.is_error),
+                    },
+                )
+            )
+    return sorted(out, key=lambda item: item[0])
+
+
+def replay_owner(folder: Path, served: Path, limit: int) -> dict[str, Any]:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from memory.models import ApiToken
+
+    owner = get_user_model().objects.create_user(username=folder.name[:150])
+    _, raw = ApiToken.issue(owner=owner, name="bench")
+    client = Client(headers={"Authorization": f"Bearer {raw}"})
+    files = []
+    for path in sorted(folder.glob("*.jsonl")):
+        lines = path.read_bytes().split(b"\n")
+        files.append((str(_started(lines) or "9999"), path, lines))
+    files.sort(key=lambda item: item[0])
+    if limit:
+        files = files[:limit]
+    prompts = calls = 0
+    for number, (_, path, lines) in enumerate(files):
+        sid = f"{folder.name}-{number}-{path.stem}"[:200]
+        cwd = _cwd(lines, folder.name)
+        copy = served / folder.name / path.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(b"")
+        written = [0]  # lines of the transcript in the copy so far
+
+        def post(
+            event: str,
+            upto: int,
+            copy: Path = copy,
+            lines: list[bytes] = lines,
+            sid: str = sid,
+            cwd: str = cwd,
+            written: list[int] = written,
+            **fields: Any,
+        ) -> None:
+            if upto > written[0]:
+                with copy.open("ab") as handle:
+                    handle.write(b"".join(line + b"\n" for line in lines[written[0] : upto]))
+                written[0] = upto
+            body = {
+                "hook_event_name": event,
+                "session_id": sid,
+                "cwd": cwd,
+                "transcript_path": str(copy),
+                **fields,
+            }
+            answer = client.post(HOOK, json.dumps(body), content_type="application/json")
+            if answer.status_code != 200:
+                raise SystemExit(f"{event} answered {answer.status_code}: {answer.content[:300]!r}")
+
+        post("SessionStart", 0, source="startup")
+        for line, kind, fields in events(lines):
+            if kind == "prompt":
+                prompts += 1
+                post("UserPromptSubmit", line, prompt=fields["prompt"])
+                continue
+            calls += 1
+            base = {"tool_name": fields["tool_name"], "tool_input": fields["tool_input"]}
+            post("PreToolUse", line - 1, **base)
+            if fields["error"]:
+                post("PostToolUseFailure", line, **base, error=fields["output"][:20_000])
+            else:
+                post("PostToolUse", line, **base, tool_response=fields["output"][:20_000])
+        post("Stop", len(lines), last_assistant_message="Done.")
+    return {"owner": owner, "sessions": len(files), "prompts": prompts, "calls": calls}
+
+
+def stored(owner: Any) -> dict[str, Any]:
+    from memory.models import Engram
+
+    rows = Engram.objects.for_owner(owner)
+    return {
+        "active": dict(Counter(rows.filter(status="active").values_list("source", flat=True))),
+        "candidates": rows.filter(status="candidate").count(),
+        "active_statements": list(
+            rows.filter(status="active").values_list("source", "statement")[:40]
+        ),
+    }
+
+
+def proposals(owner: Any, made: list[Any]) -> list[dict[str, Any]]:
+    out = []
+    for item in made:
+        engram = item.engram
+        out.append(
+            {
+                "owner": owner.get_username(),
+                "action": str(item.payload.get("action", "")),
+                "change": str(item.payload.get("change", "")),
+                "text": engram.statement if engram else "",
+                "source": engram.source if engram else "",
+                "outcomes": {
+                    "followed": engram.followed,
+                    "contradicted": engram.contradicted,
+                    "ignored": engram.ignored,
+                    "irrelevant": engram.irrelevant,
+                }
+                if engram
+                else {},
+                "delivered_outcomes": item.payload.get("evidence", {}).get("delivered_outcomes"),
+                "reason": item.reason[:300],
+            }
+        )
+    return out
+
+
+def labels_summary(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    useful = sum(1 for r in rows if r.get("label") == "useful")
+    return {"labelled": len(rows), "useful": useful, "share": useful / len(rows) if rows else 0}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--transcripts", type=Path, default=TRANSCRIPTS)
+    parser.add_argument("--database-url", default=None)
+    parser.add_argument("--limit-sessions", type=int, default=0, help="per owner (0: all)")
+    parser.add_argument("--proposals", type=Path, help="write the proposals here (JSON lines)")
+    parser.add_argument("--labels", type=Path, default=LABELS)
+    args = parser.parse_args()
+    folders = sorted(p for p in args.transcripts.glob("*") if p.is_dir() and any(p.glob("*.jsonl")))
+    if not folders:
+        print(f"skipped: no transcripts under {args.transcripts} (set --transcripts)")
+        return 0
+    served = Path(tempfile.mkdtemp(prefix="engram-served-"))
+    try:
+        bootstrap(args.database_url, served)
+        from django.utils import timezone
+
+        from memory.services import maintenance
+
+        written: list[dict[str, Any]] = []
+        for folder in folders:
+            replayed = replay_owner(folder, served, args.limit_sessions)
+            owner = replayed.pop("owner")
+            kept = stored(owner)
+            made = maintenance.maintain(owner=owner)
+            later = timezone.now() + timedelta(days=31)
+            maintenance.archive_stale(owner=owner, now=later)
+            made += maintenance.maintain(owner=owner, now=later)
+            found = proposals(owner, made)
+            written.extend(found)
+            print(f"\n== {folder.name}: {json.dumps(replayed)}")
+            print(f"   stored: active by source {kept['active']}, candidates {kept['candidates']}")
+            for source, statement in kept["active_statements"]:
+                print(f"   [{source}] {statement[:110]}")
+            print(f"   proposals: {len(found)} {dict(Counter(p['change'] for p in found))}")
+            for p in found:
+                print(f"   - {p['action']}/{p['change']}: {p['text'][:90]!r} ({p['source']})")
+                print(f"       {p['reason'][:160]}")
+        print(f"\nproposals in all: {len(written)}")
+        if args.proposals:
+            args.proposals.write_text("".join(json.dumps(p) + "\n" for p in written))
+        summary = labels_summary(args.labels)
+        if summary:
+            print(f"hand labels ({args.labels.name}): {json.dumps(summary)}")
+    finally:
+        shutil.rmtree(served, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
