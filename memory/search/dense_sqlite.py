@@ -149,6 +149,8 @@ _n_cache: dict[tuple[Any, ...], tuple[float, float]] = {}  # key -> (rows, expir
 # db key -> ({lexeme: frequency among rows} from pg_stats, expires at): the lexical leg's
 # estimated document frequencies on PostgreSQL, read once per N_CACHE_SECONDS.
 _mce_cache: dict[str, tuple[dict[str, float], float]] = {}
+# Scopes the dense leg on PostgreSQL counted above its exact-comparison size: key -> expires at.
+_large_scopes: dict[tuple[Any, ...], float] = {}
 _indexes_lock = threading.Lock()
 _ensured: set[str] = set()
 _ROW_COLUMNS = "id, embedding, scope, status, valid_from, valid_until"
@@ -260,3 +262,4 @@ def dense_index_clear() -> None:
         _ensured.clear()
         _n_cache.clear()
         _mce_cache.clear()
+        _large_scopes.clear()
