@@ -311,17 +311,17 @@ def _contradictions(owner: Any, rows: Mapping[int, Any]) -> list[tuple[str, str]
     ]
     if len(rows) < 2:
         return pairs
-    pks = list(rows)
-    found = (
-        ReviewItem.objects.filter(
-            owner=owner,
-            kind=ReviewItem.Kind.CONTRADICTION,
-            engram_id__in=pks,
-            other_id__in=pks,
+    pks = sorted(rows)
+    listed = ", ".join(["%s"] * len(pks))
+    # Raw SQL: the ORM took ~2 ms to build two IN lists of ~70 ids on the hot path.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT engram_id, other_id FROM memory_reviewitem WHERE owner_id = %s AND kind = %s "
+            f"AND engram_id IN ({listed}) AND other_id IN ({listed}) "
+            f"AND decision NOT IN ({', '.join(['%s'] * len(BOTH_HOLD))})",
+            [getattr(owner, "pk", owner), ReviewItem.Kind.CONTRADICTION, *pks, *pks, *BOTH_HOLD],
         )
-        .exclude(decision__in=BOTH_HOLD)
-        .values_list("engram_id", "other_id")
-    )
+        found = cursor.fetchall()
     pairs.extend((rows[a].engram_id, rows[b].engram_id) for a, b in found)
     return pairs
 
