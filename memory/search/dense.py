@@ -23,6 +23,7 @@ from memory.search.dense_sqlite import (
 from memory.search.filters import (
     Filter,
     _clamp_limit,
+    ids_in,
     make_filter,
     where_clause,
 )
@@ -248,22 +249,21 @@ def vectors_of(pks: Iterable[int], *, using: str = "default") -> dict[int, np.nd
     if not wanted:
         return {}
     connection = connections[using]
-    placeholders = ", ".join(["%s"] * len(wanted))
+    among, params = ids_in("id", wanted, connection)
     out: dict[int, np.ndarray] = {}
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
                 "SELECT id, vector_send(embedding) FROM memory_engram "
-                f"WHERE id IN ({placeholders}) AND embedding IS NOT NULL",
-                wanted,
+                f"WHERE {among} AND embedding IS NOT NULL",
+                params,
             )
             for pk, blob in cursor.fetchall():
                 out[int(pk)] = _from_vector_send(blob)
         else:
             cursor.execute(
-                "SELECT id, embedding FROM memory_engram "
-                f"WHERE id IN ({placeholders}) AND embedding IS NOT NULL",
-                wanted,
+                f"SELECT id, embedding FROM memory_engram WHERE {among} AND embedding IS NOT NULL",
+                params,
             )
             for pk, blob in cursor.fetchall():
                 out[int(pk)] = np.frombuffer(bytes(blob), dtype=np.float32)
