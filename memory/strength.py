@@ -11,6 +11,7 @@ from datetime import date, datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from memory.maths import activation
@@ -23,11 +24,17 @@ def activity_days(owner: Any, scopes: Iterable[str], since: date) -> dict[str, l
     days: dict[str, list[date]] = defaultdict(list)
     if not wanted:
         return days
-    rows = ActivityDay.objects.filter(owner=owner, scope__in=wanted, day__gt=since).values_list(
-        "scope", "day"
-    )
-    for scope, day in rows:
-        days[scope].append(day)
+    scopes = sorted(wanted)
+    # Raw SQL: on inject's hot path (twice a prompt) the ORM cost ~10x the query.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT scope, day FROM {ActivityDay._meta.db_table} WHERE owner_id = %s "
+            f"AND scope IN ({', '.join(['%s'] * len(scopes))}) AND day > %s",
+            [getattr(owner, "pk", owner), *scopes, connection.ops.adapt_datefield_value(since)],
+        )
+        for scope, day in cursor.fetchall():
+            # SQLite gives ISO text.
+            days[scope].append(day if isinstance(day, date) else date.fromisoformat(day))
     return days
 
 

@@ -146,6 +146,11 @@ def _scope_ok(flt: Filter, scope: str) -> bool:
 
 _indexes: dict[tuple[str, int], _OwnerIndex] = {}
 _n_cache: dict[tuple[Any, ...], tuple[float, float]] = {}  # key -> (rows, expires at)
+# db key -> ({lexeme: frequency among rows} from pg_stats, expires at): the lexical leg's
+# estimated document frequencies on PostgreSQL, read once per N_CACHE_SECONDS.
+_mce_cache: dict[str, tuple[dict[str, float], float]] = {}
+# Scopes the dense leg on PostgreSQL counted above its exact-comparison size: key -> expires at.
+_large_scopes: dict[tuple[Any, ...], float] = {}
 _indexes_lock = threading.Lock()
 _ensured: set[str] = set()
 _ROW_COLUMNS = "id, embedding, scope, status, valid_from, valid_until"
@@ -256,3 +261,5 @@ def dense_index_clear() -> None:
         _indexes.clear()
         _ensured.clear()
         _n_cache.clear()
+        _mce_cache.clear()
+        _large_scopes.clear()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -93,6 +93,17 @@ def where_clause(alias: str, flt: Filter, connection: BaseDatabaseWrapper) -> tu
         parts.append(f"{alias}.id NOT IN ({', '.join(['%s'] * len(flt.exclude_pks))})")
         params.extend(sorted(flt.exclude_pks))
     return " AND ".join(parts), params
+
+
+def ids_in(
+    column: str, ids: Sequence[int], connection: BaseDatabaseWrapper
+) -> tuple[str, list[Any]]:
+    """`column` among `ids` (at least one), and its parameters: one array on PostgreSQL, whose
+    client-side binding parses and caches a short query, while an IN list of ~70 placeholders
+    is parsed anew on every call; an IN list elsewhere."""
+    if connection.vendor == "postgresql":
+        return f"{column} = ANY(%s::bigint[])", [[int(pk) for pk in ids]]
+    return f"{column} IN ({', '.join(['%s'] * len(ids))})", list(ids)
 
 
 def _clamp_limit(limit: int) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from memory.search.dense import dense, dense_plan, nearest, nearest_many, vectors_of
 from memory.search.dense_sqlite import dense_index_clear, sqlite_index_ensure
-from memory.search.filters import Filter, make_filter, where_clause
+from memory.search.filters import Filter, ids_in, make_filter, where_clause
 from memory.search.lexical import fts5_query, lexical
 from memory.search.tuning import MAX_LIMIT, STOP_WORDS
 
@@ -28,6 +28,7 @@ __all__ = [
     "dense_index_clear",
     "dense_plan",
     "fts5_query",
+    "ids_in",
     "lexical",
     "make_filter",
     "nearest",

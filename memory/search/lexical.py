@@ -11,7 +11,7 @@ from typing import Any
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from memory.search.dense_sqlite import _db_key, _n_cache, sqlite_index_ensure
+from memory.search.dense_sqlite import _db_key, _mce_cache, _n_cache, sqlite_index_ensure
 from memory.search.filters import (
     Filter,
     _clamp_limit,
@@ -75,6 +75,48 @@ def _n_key(connection: BaseDatabaseWrapper, flt: Filter) -> tuple[Any, ...]:
     return (_db_key(connection), flt.owner_id, flt.scopes, flt.scope_patterns, flt.statuses)
 
 
+# One query lexeme as a one-term tsquery (quoted, so no operator survives).
+_LEXEME_QUERY = "('''' || replace(replace({0}, '\\', '\\\\'), '''', '''''') || '''')::tsquery"
+
+
+def _common_lexemes(connection: BaseDatabaseWrapper) -> dict[str, float]:
+    """The planner's most common lexemes of the search column with their share of rows
+    (pg_stats most_common_elems, kept fresh by autovacuum's ANALYZE), read once per
+    N_CACHE_SECONDS like the row count N.
+
+    Reading pg_stats inside the search query cost ~1 ms of planning and 0.5-4 ms of execution on
+    every prompt. The shares are widened to float8 in the database, so share x N here is the
+    same double the database computed before."""
+    key = _db_key(connection)
+    cached = _mce_cache.get(key)
+    if cached is not None and cached[1] > time.monotonic():
+        return cached[0]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs::float8[] "
+            "FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'memory_engram' "
+            "AND attname = 'search_tsv'"
+        )
+        row = cursor.fetchone()
+    shares: dict[str, float] = {}
+    if row is not None and row[0] is not None and row[1] is not None:
+        # The shares end with three more numbers (min, max, null share): zip stops before them.
+        shares = dict(zip(row[0], row[1], strict=False))
+    _mce_cache[key] = (shares, time.monotonic() + N_CACHE_SECONDS)
+    return shares
+
+
+def _query_lexemes(connection: BaseDatabaseWrapper, text: str) -> list[str]:
+    """The query's first MAX_QUERY_TERMS lexemes, in to_tsvector's order."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT t.lexeme FROM unnest(to_tsvector('{TEXT_CONFIG}', %s)) AS t "
+            f"LIMIT {MAX_QUERY_TERMS}",
+            [text],
+        )
+        return [lexeme for (lexeme,) in cursor.fetchall()]
+
+
 def _lexical_pg(
     connection: BaseDatabaseWrapper, flt: Filter, text: str, limit: int
 ) -> list[tuple[int, float]]:
@@ -87,54 +129,61 @@ def _lexical_pg(
         "(SELECT count(*) FROM (SELECT 1 FROM memory_engram e "
         f"WHERE e.search_tsv @@ terms.q AND {{where}} LIMIT {DF_CAP}) AS m)"
     )
+    terms_params: list[Any]
     if estimated and cached is not None:
+        # Large store: the planner's lexeme statistics give the frequent terms' df (share x N,
+        # `_common_lexemes`); only rarer terms are counted. The query's lexemes are read first,
+        # in one short round trip, so that the shares are looked up here.
+        lexemes = _query_lexemes(connection, text)
+        if not lexemes:
+            return []
+        shares = _common_lexemes(connection)
+        terms_sql = (
+            f"SELECT t.known, {_LEXEME_QUERY.format('t.lexeme')} AS q "
+            "FROM unnest(%s::text[], %s::float8[]) AS t(lexeme, known)"
+        )
+        terms_params = [
+            lexemes,
+            [shares[lexeme] * cached[0] if lexeme in shares else None for lexeme in lexemes],
+        ]
         # Only terms rarer than every tracked lexeme are counted here, so the GIN bitmap alone is
         # small; "+ 0" keeps the planner from AND-ing it with the large owner/scope bitmap.
         rare_where = where.replace("e.owner_id = %s", "e.owner_id + 0 = %s", 1)
-        # Large store: the planner's lexeme statistics (pg_stats most_common_elems, kept fresh
-        # by autovacuum's ANALYZE) give the frequent terms' df; only rarer terms are counted.
-        df_sql = (
-            "coalesce((SELECT st.freqs[array_position(st.elems, terms.lexeme)] * %s FROM st), "
-            f"{exact_df.format(where=rare_where)})"
-        )
-        stats_params = [cached[0], *wparams]
+        df_sql = f"coalesce(terms.known, {exact_df.format(where=rare_where)})"
         total_sql, total_params = "SELECT %s::float8 AS n", [cached[0]]
     else:
-        df_sql, stats_params = exact_df.format(where=where), list(wparams)
+        terms_sql = (
+            f"SELECT {_LEXEME_QUERY.format('t.lexeme')} AS q "
+            f"FROM unnest(to_tsvector('{TEXT_CONFIG}', %s)) AS t LIMIT {MAX_QUERY_TERMS}"
+        )
+        terms_params = [text]
+        df_sql = exact_df.format(where=where)
         total_sql = (
             f"SELECT count(*)::float8 AS n FROM memory_engram e WHERE {where} "
             "AND EXISTS (SELECT 1 FROM kept)"
         )
         total_params = list(wparams)
-    # Each query lexeme becomes its own one-term tsquery (quoted, so no operator survives).
     # Rows matching any kept term are read in one bitmap scan and scored Σ idf · BM25 saturation
-    # for tf = 1, length-normalised by the hits' average tsvector length. MATERIALIZED keeps the
-    # planner from re-running the per-term counts once per reference.
+    # for tf = 1, length-normalised by the hits' average tsvector length. Each kept term's idf
+    # is computed once (`weights`, in kept's order, so that every row adds the same numbers in
+    # the same order as before). MATERIALIZED keeps the planner from re-running the per-term
+    # counts once per reference.
     sql = f"""
-        WITH terms AS (
-            SELECT t.lexeme,
-                   ('''' || replace(replace(t.lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery
-                   AS q
-            FROM unnest(to_tsvector('{TEXT_CONFIG}', %s)) AS t
-            LIMIT {MAX_QUERY_TERMS}
-        ),
-        st AS MATERIALIZED (
-            SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs
-            FROM pg_stats
-            WHERE schemaname = current_schema() AND tablename = 'memory_engram'
-              AND attname = 'search_tsv'
-        ),
+        WITH terms AS ({terms_sql}),
         stats AS MATERIALIZED (SELECT terms.q, {df_sql} AS df FROM terms),
         kept AS MATERIALIZED (
             SELECT q, df FROM stats WHERE df > 0 AND df < {DF_CAP}
             ORDER BY df, q::text LIMIT {MAX_SCORED_TERMS}
         ),
         total AS MATERIALIZED ({total_sql}),
+        weights AS MATERIALIZED (
+            SELECT kept.q, ln(1 + (total.n - kept.df + 0.5) / (kept.df + 0.5)) AS idf
+            FROM kept CROSS JOIN total
+        ),
         anyq AS MATERIALIZED (SELECT string_agg(q::text, ' | ')::tsquery AS q FROM kept),
         hits AS (
             SELECT e.id, e.learned_at, length(e.search_tsv)::float8 AS dl, (
-                SELECT sum(ln(1 + (total.n - kept.df + 0.5) / (kept.df + 0.5)))
-                FROM kept CROSS JOIN total WHERE e.search_tsv @@ kept.q
+                SELECT sum(weights.idf) FROM weights WHERE e.search_tsv @@ weights.q
             ) AS idf
             FROM memory_engram e CROSS JOIN anyq
             WHERE e.search_tsv @@ anyq.q AND {where}
@@ -146,7 +195,7 @@ def _lexical_pg(
         ORDER BY score DESC, learned_at DESC, id DESC
         LIMIT %s
     """
-    params = [text, *stats_params, *total_params, *wparams, limit]
+    params = [*terms_params, *wparams, *total_params, *wparams, limit]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()

@@ -311,17 +311,24 @@ def _contradictions(owner: Any, rows: Mapping[int, Any]) -> list[tuple[str, str]
     ]
     if len(rows) < 2:
         return pairs
-    pks = list(rows)
-    found = (
-        ReviewItem.objects.filter(
-            owner=owner,
-            kind=ReviewItem.Kind.CONTRADICTION,
-            engram_id__in=pks,
-            other_id__in=pks,
+    pks = sorted(rows)
+    engram_in, engram_params = search.ids_in("engram_id", pks, connection)
+    other_in, other_params = search.ids_in("other_id", pks, connection)
+    # Raw SQL: the ORM took ~2 ms to build two IN lists of ~70 ids on the hot path.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT engram_id, other_id FROM memory_reviewitem WHERE owner_id = %s AND kind = %s "
+            f"AND {engram_in} AND {other_in} "
+            f"AND decision NOT IN ({', '.join(['%s'] * len(BOTH_HOLD))})",
+            [
+                getattr(owner, "pk", owner),
+                ReviewItem.Kind.CONTRADICTION,
+                *engram_params,
+                *other_params,
+                *BOTH_HOLD,
+            ],
         )
-        .exclude(decision__in=BOTH_HOLD)
-        .values_list("engram_id", "other_id")
-    )
+        found = cursor.fetchall()
     pairs.extend((rows[a].engram_id, rows[b].engram_id) for a, b in found)
     return pairs
 
@@ -493,12 +500,9 @@ def _candidate_rows(pks: Iterable[int]) -> dict[int, _Row]:
     wanted = sorted(set(pks))
     if not wanted:
         return {}
+    among, params = search.ids_in("e.id", wanted, connection)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {_ROW_COLUMNS} FROM memory_engram e "
-            f"WHERE e.id IN ({', '.join(['%s'] * len(wanted))})",
-            wanted,
-        )
+        cursor.execute(f"SELECT {_ROW_COLUMNS} FROM memory_engram e WHERE {among}", params)
         return {row.pk: row for row in map(_Row.of, cursor.fetchall())}
 
 
