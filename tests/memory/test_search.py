@@ -276,12 +276,18 @@ def test_the_dense_leg_chooses_exact_or_hnsw_by_scope_size_not_by_the_planner(
     assert _ran_hnsw(big_plan) and "Seq Scan" not in big_plan
     assert not _ran_hnsw(small_plan) and "Seq Scan" not in small_plan
 
-    # HNSW is approximate (and random vectors are its hardest case): the row whose own vector is
-    # the query comes first, and most of the true ten are found.
-    probe = Engram.objects.get(engram_id="ENG-big-7")
-    big = [pk for pk, _ in search.dense(owner, probe.embedding, scopes=["project:big"], limit=10)]
-    assert big[0] == probe.pk
-    assert len(set(big) & set(_brute_force("project:big", probe.embedding, 10))) >= 6
+    # HNSW is approximate (and random vectors are its hardest case; its graph is built with
+    # random levels, so one probe's overlap varies run to run): the row whose own vector is the
+    # query comes first, and over a few probes most of the true ten are found.
+    found = []
+    for number in (7, 42, 99, 250):
+        probe = Engram.objects.get(engram_id=f"ENG-big-{number}")
+        big = [
+            pk for pk, _ in search.dense(owner, probe.embedding, scopes=["project:big"], limit=10)
+        ]
+        assert big[0] == probe.pk
+        found.append(len(set(big) & set(_brute_force("project:big", probe.embedding, 10))))
+    assert sum(found) / len(found) >= 6, found
     small = search.dense(owner, crowd, scopes=["project:small"], limit=10)
     assert [pk for pk, _ in small] == _brute_force("project:small", crowd, 10)
 
