@@ -16,17 +16,17 @@ from django_htmx.middleware import HtmxDetails
 from exchange import selectors
 from exchange.forms import AbstractForm, ExportForm, IdentityForm, PacketUploadForm, PeerForm
 from exchange.models import Packet, PacketItem, Peer
-from exchange.services import incoming, outgoing
+from exchange.services import incoming, outgoing, peers
 from exchange.services.identity import identity_get, identity_rename
 from memory.errors import DomainError
 from memory.services.review import abstract_create
 
 PEER_DECISIONS = {
-    "trust": incoming.peer_trust,
-    "reject": incoming.peer_reject,
-    "revoke": incoming.peer_revoke,
+    "trust": peers.peer_trust,
+    "reject": peers.peer_reject,
+    "revoke": peers.peer_revoke,
 }
-ITEM_DECISIONS = {"release": incoming.item_release, "discard": incoming.item_discard}
+ITEM_DECISIONS = {"release": peers.item_release, "discard": peers.item_discard}
 STATUS_OF_IMPORT = {
     "accepted": HTTPStatus.OK,
     "quarantined": HTTPStatus.ACCEPTED,
@@ -97,7 +97,7 @@ def peer_add(request: HtmxHttpRequest) -> HttpResponse:
     form = PeerForm(request.POST)
     if form.is_valid():
         try:
-            peer = incoming.peer_add(
+            peer = peers.peer_add(
                 owner=request.user,
                 public_key=form.cleaned_data["public_key"],
                 name=form.cleaned_data["name"],

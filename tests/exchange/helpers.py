@@ -114,7 +114,7 @@ def make_abstract(
 
 
 def trust(owner: Any, key: Key = ALICE) -> Peer:
-    from exchange.services.incoming import peer_add
+    from exchange.services.peers import peer_add
 
     return peer_add(owner=owner, public_key=key.public_b64, name="test peer")
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from exchange import crypto
 from exchange.models import Packet, PacketItem, Peer
 from exchange.packet import MAX_PACKET_BYTES, packet_digest
-from exchange.services import incoming
+from exchange.services import incoming, peers
 from exchange.services.incoming import import_fitness, packet_import
 from memory.models import Engram, LifecycleEvent
 from tests.exchange.helpers import (
@@ -187,7 +187,7 @@ def test_trusting_the_key_runs_the_quarantined_packet_through_the_remaining_gate
 ) -> None:
     packet_import(owner=owner, raw=wire(SAMPLE))
     peer = Peer.objects.get(owner=owner)
-    [result] = incoming.peer_trust(owner=owner, peer=peer)
+    [result] = peers.peer_trust(owner=owner, peer=peer)
     assert result.status == "accepted"
     packet = Packet.objects.get(owner=owner)
     assert (packet.status, packet.raw) == ("accepted", "")
@@ -204,14 +204,14 @@ def test_trusting_judges_the_clock_at_arrival_not_at_the_decision(owner: Any) ->
     packet_import(owner=owner, raw=wire(data), now=sent + timedelta(minutes=5))
     peer = Peer.objects.get(owner=owner)
     # Twenty more days in quarantine: the packet is 40 days old, but it was fresh on arrival.
-    [result] = incoming.peer_trust(owner=owner, peer=peer, now=sent + timedelta(days=40))
+    [result] = peers.peer_trust(owner=owner, peer=peer, now=sent + timedelta(days=40))
     assert result.status == "accepted"
 
 
 def test_rejecting_the_key_rejects_its_quarantined_packets(owner: Any) -> None:
     packet_import(owner=owner, raw=wire(SAMPLE))
     peer = Peer.objects.get(owner=owner)
-    assert incoming.peer_reject(owner=owner, peer=peer) == 1
+    assert peers.peer_reject(owner=owner, peer=peer) == 1
     packet = Packet.objects.get(owner=owner)
     assert (packet.status, packet.gate, packet.raw) == ("rejected", "trusted_key", "")
     assert set(packet.items.values_list("result", flat=True)) == {"rejected"}
@@ -225,7 +225,7 @@ def test_rejecting_the_key_rejects_its_quarantined_packets(owner: Any) -> None:
 
 def test_a_revoked_key_is_rejected(owner: Any) -> None:
     peer = trust(owner)
-    incoming.peer_revoke(owner=owner, peer=peer)
+    peers.peer_revoke(owner=owner, peer=peer)
     before = counts()
     result = packet_import(owner=owner, raw=wire(SAMPLE))
     assert (result.status, result.gate) == ("rejected", "trusted_key")
@@ -235,17 +235,17 @@ def test_a_revoked_key_is_rejected(owner: Any) -> None:
 def test_revoking_a_key_quarantines_its_pending_imports(owner: Any) -> None:
     peer = trust(owner)
     packet_import(owner=owner, raw=wire(SAMPLE))
-    assert incoming.peer_revoke(owner=owner, peer=peer) == 2
+    assert peers.peer_revoke(owner=owner, peer=peer) == 2
     assert set(PacketItem.objects.values_list("trial", flat=True)) == {"quarantined"}
     assert set(Engram.objects.filter(kind="ABS").values_list("status", flat=True)) == {"retired"}
     item = PacketItem.objects.first()
     assert item is not None
-    incoming.item_release(owner=owner, item=item)
+    peers.item_release(owner=owner, item=item)
     item.refresh_from_db()
     assert item.trial == "on_trial"
     assert item.engram is not None and item.engram.status == "candidate"
     other = PacketItem.objects.exclude(pk=item.pk).get()
-    incoming.item_discard(owner=owner, item=other)
+    peers.item_discard(owner=owner, item=other)
     other.refresh_from_db()
     assert other.trial == "retired"
 
@@ -253,10 +253,10 @@ def test_revoking_a_key_quarantines_its_pending_imports(owner: Any) -> None:
 def test_peer_decisions_refuse_the_wrong_state(owner: Any) -> None:
     peer = trust(owner)
     with pytest.raises(incoming.InvalidState):
-        incoming.peer_reject(owner=owner, peer=peer)
+        peers.peer_reject(owner=owner, peer=peer)
     pending = Peer.objects.create(owner=owner, key_id=BOB.key_id, public_key=BOB.public_b64)
     with pytest.raises(incoming.InvalidState):
-        incoming.peer_revoke(owner=owner, peer=pending)
+        peers.peer_revoke(owner=owner, peer=pending)
 
 
 # --- replay and clock -------------------------------------------------------------------------
@@ -462,18 +462,18 @@ def test_releasing_an_import_a_live_engram_now_says_is_refused_not_a_500(owner: 
 
     peer = trust(owner)
     packet_import(owner=owner, raw=wire(SAMPLE))
-    incoming.peer_revoke(owner=owner, peer=peer)
+    peers.peer_revoke(owner=owner, peer=peer)
     # While it was quarantined (retired), the person learned the same lesson.
     learned = engram_learn(owner=owner, statement=LESSONS[0], scope="global").engram
     first, second = PacketItem.objects.order_by("position")
     with pytest.raises(Conflict) as refused:
-        incoming.item_release(owner=owner, item=first)
+        peers.item_release(owner=owner, item=first)
     assert refused.value.code == "duplicate"
     first.refresh_from_db()
     assert first.trial == "quarantined"
     assert first.engram is not None and first.engram.status == "retired"
     # Trusting the key again releases what it can and leaves the duplicate for a person.
-    incoming.peer_trust(owner=owner, peer=peer)
+    peers.peer_trust(owner=owner, peer=peer)
     first.refresh_from_db()
     second.refresh_from_db()
     assert (first.trial, second.trial) == ("quarantined", "on_trial")

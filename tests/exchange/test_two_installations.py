@@ -18,7 +18,8 @@ import pytest
 
 from exchange.models import Packet, Peer
 from exchange.packet import parse_packet
-from exchange.services.incoming import packet_import, peer_trust
+from exchange.services.incoming import packet_import
+from exchange.services.peers import peer_trust
 from memory.models import Engram
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,8 @@ from django.test import Client
 from exchange.models import Packet, PacketItem, Peer
 from exchange.packet import parse_packet
 from exchange.services.identity import identity_get
-from exchange.services.incoming import packet_import, peer_revoke
+from exchange.services.incoming import packet_import
+from exchange.services.peers import peer_revoke
 from memory.models import Engram
 from tests.exchange.helpers import (
     BOB,
