@@ -135,8 +135,9 @@ def _is_question(sentence: str) -> bool:
 
 
 def _masked(sentence: str) -> str:
-    """Inline code replaced by a placeholder, so a marker inside `…` does not count."""
-    return _INLINE_CODE.sub("CODE", sentence)
+    """Inline code replaced by a placeholder, so a marker inside `…` does not count; markers
+    that only seem to address the agent made neutral (`cues.plain_intent`)."""
+    return cues.plain_intent(_INLINE_CODE.sub("CODE", sentence))
 
 
 def statement_part(sentence: str) -> str:

@@ -26,7 +26,8 @@ WHENEVER = (
 # product or the conversation).
 IN_FUTURE = (
     r"in\s+(?:the\s+)?future\b(?!\s+(?:[\w-]+\s+)?(?:sessions?|meetings?|conversations?|"
-    r"discussions?|releases?|versions?|iterations?|sprints?|projects?|roles?|updates?|work)\b)"
+    r"discussions?|releases?|versions?|iterations?|sprints?|projects?|roles?|updates?|work|"
+    r"states?|designs?|architectures?|models?|plans?|phases?|milestones?)\b)"
     # "… in the future may support X": what the product will do, not how to work
     r"(?!,?\s+(?:it\s+|this\s+|they\s+|we\s+)?(?:will|may|might|could|would|can)\b)"
 )
@@ -220,6 +221,47 @@ EXPLICIT_CORRECTION = re.compile(
     re.I,
 )
 
+# --- what the code or product does, not how to work ---------------------------------------------
+
+# "always"/"never" that describe behaviour: before a verb in the third person ("it never
+# executes", "always returns early") or a participle ("never shown", "never asserted", "always
+# done"). An instruction to the agent uses the plain form ("never execute", "always return").
+_PARTICIPLE = (
+    r"(?!(?:need|embed|proceed|exceed|succeed|feed|seed|speed|bleed|shred)\b)\w{2,}ed\b"
+    r"|(?:shown|seen|written|given|taken|done|known|thrown|broken|hidden|forgotten|chosen|"
+    r"driven|gotten|been)\b"
+)
+_THIRD_PERSON_VERB = r"(?!\w*(?:ss|us|is|as|ics)\b)[a-z]{2,}(?:s|es)\b"
+DESCRIBES_BEHAVIOUR = re.compile(
+    r"\b(?i:always|never)(?=\s+(?:(?:really|actually|even|just|properly)\s+)?(?:"
+    + _PARTICIPLE
+    + "|"
+    + _THIRD_PERSON_VERB
+    + r"))",
+)
+# "in the future" inside a purpose, a condition or a prediction ("add a test so we don't break
+# this in the future", "if X might be needed in the future", "it will fail in the future"): about
+# the product's future, not a standing time for the agent.
+_FUTURE_OF_THE_PRODUCT = re.compile(
+    r"(\b(?:so(?:\s+that)?\s+(?:we|it|they|this|that|nobody|no\s+one|users?|people)|"
+    r"(?:might|may|could|will|won'?t)\s+(?:\w+\s+)?(?:be|break|need|fail|change|happen|cause)|"
+    r"to\s+(?:avoid|prevent))\b"
+    r"[^,.;:!?]*?)\bin\s+(?:the\s+)?future\b",
+    re.I,
+)
+
+
+def plain_intent(sentence: str) -> str:
+    """The sentence with the markers that only seem to address the agent made neutral: a
+    descriptive "always/never" ("it never executes", "never shown") reads "still", and "in the
+    future" inside a purpose, condition or prediction reads "later". Cues are matched on this."""
+    if "lways" in sentence or "ever" in sentence:
+        sentence = DESCRIBES_BEHAVIOUR.sub("still", sentence)
+    if "future" in sentence:
+        sentence = _FUTURE_OF_THE_PRODUCT.sub(r"\1later", sentence)
+    return sentence
+
+
 # --- preferences in passing ---------------------------------------------------------------------
 
 _TO_CLAUSE_END = (
@@ -303,6 +345,7 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     always/never to the agent, a project convention, "remember that we", a rule request), B for
     a correction of the last action that names the right way, C (candidate) otherwise. A
     hedge, a request about one work item or a one-off marker leave it a candidate."""
+    sentence = plain_intent(sentence)
     timed = bool(STANDING_TIME.search(sentence))
     if RULE_REQUEST.search(sentence) and not HEDGE.search(sentence):
         return TIER_EXPLICIT
