@@ -278,6 +278,8 @@ def classify(prompt: str) -> Classification:
     found: list[Clause] = []
     parts = sentences(prompt)
     for index, sentence in enumerate(parts):
+        if _FRAGMENT.search(sentence):
+            continue
         retracted = cues.retraction_at(sentence)
         if retracted >= 0:
             found.clear()  # "…, but I changed my mind", "scratch that": only the final wish
@@ -326,6 +328,16 @@ def classify(prompt: str) -> Classification:
                 continue
         found.append(Clause(text, kind, index))
     return Classification(tuple(found))
+
+
+# Not a sentence of its own: a line that introduces what follows it ("To silence it, run:",
+# "Print something like:"), one that trails off ("To hide this notice in the future ..."), or a
+# purpose with no main clause ("To keep the diff small.").
+_FRAGMENT = re.compile(
+    r"(?::|\.\.\.+|\u2026)\s*$"
+    r"|^(?:in\s+order\s+)?to\s+(?!be\s+(?:clear|honest|sure)\b|clarify\b|sum\s+up\b)\w+\b[^,;:]*$",
+    re.I,
+)
 
 
 def _the_rest(text: str) -> str:

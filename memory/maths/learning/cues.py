@@ -58,7 +58,8 @@ ALWAYS_NEVER = re.compile(
 PROJECT_CONVENTION = re.compile(
     r"\b(?:in|for)\s+this\s+(?:repo(?:sitory)?|project|codebase|code\s*base|team|monorepo)\b"
     r"[^.?!]{0,40}?\b(?:we|you|all|every|always|never|don'?t|do\s+not|should|must|use)\b"
-    r"|\b(?:here\s+)?we\s+(?:always|never|only|don'?t\s+ever|do\s+not\s+ever)\s+\w"
+    r"|\b(?:here\s+)?we\s+(?:always|never|only|don'?t\s+ever|do\s+not\s+ever)\s+"
+    r"(?!(?!(?:need|embed|proceed|exceed|succeed|feed|seed|speed)\b)\w{2,}ed\b)\w"  # not "we only added"
     r"|\bwe\s+(?:don'?t|do\s+not)\s+(?:use|allow|commit|write|add|import|mix|rely|do)\b"
     r"|\bas\s+a\s+(?:general\s+)?rule\b"
     r"|\b(?:our|the\s+project'?s?|the\s+team'?s?)\s+(?:convention|rule|standard|policy|"
@@ -101,13 +102,15 @@ RULE_REQUEST = re.compile(
 CORRECTION_LEAD = re.compile(
     r"^(?:no+|nope|wrong|not\s+quite|stop|actually|wait|that(?:'s|s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|"
     r"correct|what\s+i)|incorrect)|you\s+(?:shouldn'?t|should\s+not)\s+have)\b"
-    r"(?!\s+(?:worries|problem|thanks|need|idea|rush|doubt|more\s+than))",
+    r"(?!\s+(?:worries|problem|thanks|need|idea|rush|doubt|more\s+than|for\s+a\b))",
     re.I,
 )
 # … that names the right way next to the wrong one: "use X, not Y", "X instead of Y", "not X
 # but Y".
 RIGHT_WAY = re.compile(
-    r"\w[`'\"]?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b|right\b|correct\b|what\b|working\b|"
+    # "X, not Y" — not the negation of a statement ("that was not caught", "it does not run")
+    r"\b(?!(?:is|was|are|were|be|been|do|does|did|has|have|had|can|could|will|would|should|"
+    r"must|may|might|shall|it|that|this|there)\b)\w+[`'\"]?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b|right\b|correct\b|what\b|working\b|"
     r"true\b|quite\b|really\b|it\b)(?:the\s+|a\s+)?[`'\"@\w]"
     r"|\binstead\s+of\b|\brather\s+than\b|\bnot\s+\S+(?:\s+\S+){0,4}?,?\s+but\s+\w",
     re.I,
@@ -239,6 +242,11 @@ DESCRIBES_BEHAVIOUR = re.compile(
     + _THIRD_PERSON_VERB
     + r"))",
 )
+# How something comes across: "reads as if …", "looks like …", "it seems …".
+_SEEMING = re.compile(
+    r"\bas\s+(?:if|though)\b|\b(?:reads?|looks?|sounds?|seems?|feels?)\s+(?:like|as)\b", re.I
+)
+_ALWAYS_NEVER_WORD = re.compile(r"\b(?:always|never)\b", re.I)
 # "in the future" inside a purpose, a condition or a prediction ("add a test so we don't break
 # this in the future", "if X might be needed in the future", "it will fail in the future"): about
 # the product's future, not a standing time for the agent.
@@ -257,6 +265,10 @@ def plain_intent(sentence: str) -> str:
     future" inside a purpose, condition or prediction reads "later". Cues are matched on this."""
     if "lways" in sentence or "ever" in sentence:
         sentence = DESCRIBES_BEHAVIOUR.sub("still", sentence)
+        seeming = _SEEMING.search(sentence)
+        if seeming:  # "reads as if we start a new branch always": how something comes across
+            after = _ALWAYS_NEVER_WORD.sub("still", sentence[seeming.end() :])
+            sentence = sentence[: seeming.end()] + after
     if "future" in sentence:
         sentence = _FUTURE_OF_THE_PRODUCT.sub(r"\1later", sentence)
     return sentence
@@ -333,7 +345,7 @@ ONE_OFF = re.compile(
 # A sentence about something else ("Every time a change is pushed, the CI system builds it"):
 # a third-person subject and nothing addressed to the agent or the team.
 THIRD_PERSON = re.compile(
-    r"^(?:(?:every\s+time|whenever|each\s+time)\b[^,]*,\s*)?(?:the|a|an|it|its|this|that|these|"
+    r"^(?:(?:like|so|and|but|also|then|i\s+mean|because|since)[,\s]+)?(?:(?:every\s+time|whenever|each\s+time)\b[^,]*,\s*)?(?:the|a|an|it|its|this|that|these|"
     r"those|they|there|he|she|his|her|their)\b",
     re.I,
 )

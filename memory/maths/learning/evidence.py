@@ -87,7 +87,7 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 # imperative (first sentence only), or an explicit "that's wrong", "not X but Y", "I said …".
 _CORRECTION_LEAD = re.compile(
     r"^(?:no|nope|wrong|not\s+quite|actually|wait|stop|hmm,?\s+no)\b(?!\s+(?:worries|problem|"
-    r"thanks|need|idea|rush|doubt))[,.!:;-]*\s*",
+    r"thanks|need|idea|rush|doubt|for\s+a\b))[,.!:;-]*\s*",
     re.I,
 )
 _CORRECTION_ANY = re.compile(

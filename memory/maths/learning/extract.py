@@ -238,7 +238,11 @@ _ANAPHOR = re.compile(
     r"|\b(?:it|them)\b",
     re.I,
 )
-_SUBCLAUSE = re.compile(r"(?:[,;]\s*|\s+)(?:so|but|and\s+so|which\s+is\s+why|hence)\s+|;\s+", re.I)
+_SUBCLAUSE = re.compile(
+    r"(?:[,;]\s*|\s+)(?:(?:and\s+)?so(?!\s+(?:far|much|many|long|that|to\s+speak)\b)|but|"
+    r"which\s+is\s+why|hence)\s+|;\s+",
+    re.I,
+)
 
 
 def focus(sentence: str) -> str:
@@ -274,7 +278,8 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
     seen: set[str] = set()
     clauses = list(classify(prompt).clauses)
     for clause in clauses:
-        statement = clean_clause(focus(clause.text))
+        part = focus(clause.text)
+        statement = clean_clause(part)
         if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS:
             continue
         if _META.match(statement) and not cues.is_standing(statement):
@@ -283,8 +288,12 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
         if key in seen:
             continue
         seen.add(key)
+        # The tier is earned by the part that is kept: "keep X, but always write Y now" keeps
+        # "keep X", which "always" does not make a standing rule.
         tier = clause.tier or cues.tier_of(
-            clause.text, first=clause.index == 0, correction=clause.kind == CORRECTION
+            part,
+            first=clause.index == 0 and clause.text.startswith(part),
+            correction=clause.kind == CORRECTION,
         )
         drafts.append(
             LessonDraft(
