@@ -268,6 +268,24 @@ _META = re.compile(
 )
 
 
+# Text that holds (or held) a credential: a redaction mark, a secret-named assignment with any
+# value ("API_KEY=XXXX", "password: hunter2"), or a long hex / base64-like token. A draft holding
+# one is never stored: it would be injected into every session's brief.
+_CREDENTIAL = re.compile(
+    r"\[REDACTED:"
+    r"|\b[\w.-]*(?:key|token|secret|passw(?:or)?d|passwd|pwd|credentials?|auth)\b"
+    r"(?:\s*=\s*[`'\"]?\S{4,}|\s*:\s*[`'\"]?(?=\S*[\dX*]{2})\S{6,})"
+    r"|(?<![\w/.-])[0-9a-f]{24,}(?![\w/.-])"
+    r"|(?<![\w/.-])(?=[\w+/-]*\d)(?=[\w+/-]*[A-Z])(?=[\w+/-]*[a-z])[\w+/-]{32,}={0,2}(?![\w/.-])",
+    re.I,
+)
+
+
+def holds_credential(text: str) -> bool:
+    """True when `text` holds a credential-like token or a redaction mark (see `_CREDENTIAL`)."""
+    return bool(_CREDENTIAL.search(text))
+
+
 def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDraft]:
     """Heuristic extraction: each rule-stating clause of `prompt`, cleaned, as a draft (≤ limit).
 
@@ -280,7 +298,7 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
     for clause in clauses:
         part = focus(clause.text)
         statement = clean_clause(part)
-        if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS:
+        if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS or holds_credential(clause.text):
             continue
         if _META.match(statement) and not cues.is_standing(statement):
             continue  # "Let's make a new rule …" and "We want X, not Y" stay
