@@ -106,6 +106,12 @@ _UNMARKED_QUESTION = re.compile(
 )
 
 
+# A clause that cannot stand alone: "rather than X", "if X", "when X" …
+_SUBORDINATE = re.compile(
+    r"^(?:(?:and|but|so|ok(?:ay)?)[,\s]+)?(?:rather\s+than|instead\s+of|if|when|whenever|because|"
+    r"since|although|though|while|unless|once|after|before|for\s+(?:the|this|that))\b",
+    re.I,
+)
 _WH_WORD = re.compile(r"^(?:how|what|why|where|which|who)\b", re.I)
 
 
@@ -148,7 +154,9 @@ def statement_part(sentence: str) -> str:
         return "" if _UNMARKED_QUESTION.match(s) else s
     match = _EMBEDDED_QUESTION.search(s)
     if match and match.start() > 0:
-        return s[: match.start()].strip()
+        head = s[: match.start()].strip()
+        # "rather than X, could we Y?": the question is the sentence, its head only a condition
+        return "" if _SUBORDINATE.match(head) else head
     return "" if _is_question(s) else s
 
 
@@ -335,6 +343,13 @@ def classify(prompt: str) -> Classification:
 # purpose with no main clause ("To keep the diff small.").
 _FRAGMENT = re.compile(
     r"(?::|\.\.\.+|\u2026)\s*$"
+    # cut short: it ends on a word that needs what follows ("Print something like.", "…, run.")
+    r"|\b(?:the|a|an|and|or|via|e\.g|i\.e)\s*[.!]?\s*$"
+    r"|(?:something|anything|stuff|this|that)\s+like\s*[.!]?\s*$"
+    r"|(?:^|[,;]\s*|\b(?:please|then|just|and|can)\s+)(?:run|set|use|add|call|type|execute|"
+    r"enter|paste)\s*[.!]?\s*$"
+    # a reviewer's suggestion ("Consider extracting this into a helper")
+    r"|^(?:\w+\s+){0,2}?consider\s+\w+ing\b|[,;]\s*consider\s+(?:also\s+)?\w+ing\b"
     r"|^(?:in\s+order\s+)?to\s+(?!be\s+(?:clear|honest|sure)\b|clarify\b|sum\s+up\b)\w+\b[^,;:]*$",
     re.I,
 )
