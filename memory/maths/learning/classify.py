@@ -106,6 +106,8 @@ _UNMARKED_QUESTION = re.compile(
 )
 
 
+# A modal that prescribes ("the status must be updated with X, not Y"): not a description.
+_PRESCRIBES = re.compile(r"\b(?:must|should|shall|needs?\s+to|has\s+to|have\s+to|ought\s+to)\b", re.I)
 # A clause that cannot stand alone: "rather than X", "if X", "when X" …
 _SUBORDINATE = re.compile(
     r"^(?:(?:and|but|so|ok(?:ay)?)[,\s]+)?(?:rather\s+than|instead\s+of|if|when|whenever|because|"
@@ -230,6 +232,15 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         or cues.working_habit(text)
     ):
         return ""  # "Don't clean it up": about the thing at hand
+    if (
+        not led
+        and         cues.DESCRIPTION.match(text)
+        and not cues.TO_THE_AGENT.search(text)
+        and not _STRONG_RULE.search(text)
+        and not cues.STANDING_TIME.search(text)
+        and not _PRESCRIBES.search(text)
+    ):
+        return ""  # "The handler uses X instead of Y": what the code does
     if led:
         return CORRECTION
     if _CORRECTION_ANY.search(text) and not negative_evidence(text):

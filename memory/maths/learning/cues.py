@@ -349,6 +349,17 @@ THIRD_PERSON = re.compile(
     r"those|they|there|he|she|his|her|their)\b",
     re.I,
 )
+# A description of the code or the product: the main clause (after an "if/when/while/to …,"
+# clause) has a third-person subject, a name written as code ("AgentPercentage reports …"), or
+# none at all before a participle ("Tools passed as a string instead of …").
+DESCRIPTION = re.compile(
+    r"^(?i:(?:like|so|and|but|also|then|i\s+mean|because|since)[,\s]+)?"
+    r"(?i:(?:if|when|whenever|while|once|after|before|because|since|although|though|to)\b[^,]*,\s*)?"
+    r"(?:(?i:the|a|an|it|its|this|that|these|those|they|there|their)\b"
+    r"|[A-Za-z_]*[a-z][A-Z]\w*\b|[\w.]+\(\)"
+    r"|[A-Z]?[a-z]+\s+(?:passed|called|used|returned|set|stored|shown|written|computed|"
+    r"ignored|skipped)\b)",
+)
 TO_THE_AGENT = re.compile(r"\b(?:you|your|we|our|us|let'?s|please|i\s+want|i'?d\s+like)\b", re.I)
 
 

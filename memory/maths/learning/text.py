@@ -120,7 +120,7 @@ def _unwrapped(lines: list[str]) -> list[str]:
         head = line.lstrip()
         if (
             out
-            and head[:1].islower()
+            and (head[:1].islower() or head[:1] in "$~`'\"(")
             and len(out[-1].strip()) >= 60
             and not _END_PUNCT.search(out[-1])
             and not _is_code_line(out[-1])
