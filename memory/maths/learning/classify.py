@@ -107,7 +107,9 @@ _UNMARKED_QUESTION = re.compile(
 
 
 # A modal that prescribes ("the status must be updated with X, not Y"): not a description.
-_PRESCRIBES = re.compile(r"\b(?:must|should|shall|needs?\s+to|has\s+to|have\s+to|ought\s+to)\b", re.I)
+_PRESCRIBES = re.compile(
+    r"\b(?:must|should|shall|needs?\s+to|has\s+to|have\s+to|ought\s+to)\b", re.I
+)
 # A clause that cannot stand alone: "rather than X", "if X", "when X" …
 _SUBORDINATE = re.compile(
     r"^(?:(?:and|but|so|ok(?:ay)?)[,\s]+)?(?:rather\s+than|instead\s+of|if|when|whenever|because|"
@@ -234,11 +236,12 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         return ""  # "Don't clean it up": about the thing at hand
     if (
         not led
-        and         cues.DESCRIPTION.match(text)
+        and cues.DESCRIPTION.match(text)
         and not cues.TO_THE_AGENT.search(text)
         and not _STRONG_RULE.search(text)
         and not cues.STANDING_TIME.search(text)
         and not _PRESCRIBES.search(text)
+        and not cues.EXPLICIT_CORRECTION.search(text)
     ):
         return ""  # "The handler uses X instead of Y": what the code does
     if led:

@@ -39,7 +39,8 @@ STANDING_TIME = re.compile(
     r"(?<!until\s)next\s+time|every\s+time|each\s+time|any\s*time\s+you|"
     + WHENEVER
     + r"|in\s+all\s+cases|"
-    r"(?:ever|never)\s+again|for\s+all\s+future|moving\s+forward|in\s+every\s+(?:session|task|"
+    r"(?:ever|never)\s+again|for\s+all\s+future|for\s+future\s+(?:[\w-]+\s+)?(?:tests?|"
+    r"test\s+creation|work|changes|prs|commits|tasks|code|features|reference)|moving\s+forward|in\s+every\s+(?:session|task|"
     r"project|repo))\b",
     re.I,
 )
@@ -95,7 +96,12 @@ RULE_REQUEST = re.compile(
     r"|\badd\s+(?:this|that|it)\s+(?:to|as)\s+(?:a\s+|the\s+|your\s+|our\s+)?(?:rules?|memory|"
     r"guidelines?|CLAUDE\.md|AGENTS\.md)\b"
     r"|\b(?:put|write|record|note|save)\s+(?:this|that|it)\s+in\s+(?:the\s+|your\s+)?"
-    r"(?:rules?|memory|CLAUDE\.md|AGENTS\.md)\b",
+    r"(?:rules?|memory|CLAUDE\.md|AGENTS\.md)\b"
+    # "add guidance into CLAUDE.md for future test creation": a note that names its topic
+    r"|\badd\s+(?:some\s+|a\s+|an\s+)?(?:guidance|note|section|rule|rules|instructions?|line|"
+    r"paragraph|something)\s+(?:to|into|in)\s+(?:the\s+|your\s+|our\s+)?@?(?:CLAUDE\.md|"
+    r"AGENTS\.md|rules|memory)\b[^.?!]{0,20}?\b(?:for|on|about|that|saying)\s+"
+    r"(?!(?:this|that|it|them|these|those)\b)\w",
     re.I,
 )
 # A correction of the agent's last action: a leading "no", "wrong", "that's not right", "stop"…
@@ -182,6 +188,28 @@ NEEDLESS = re.compile(
     re.I,
 )
 
+# A practice applied wherever it fits, not to one item: "use US English everywhere", "strong
+# types wherever we can", "fix any issues you notice", "throughout the codebase".
+EVERYWHERE = re.compile(
+    r"\b(?:use|using|keep|write|follow|prefer|stick\s+to|fix|apply|add)\b[^.?!]{1,60}?"
+    r"(?:\beverywhere\b|\bwherever\s+(?:possible|we\s+can|you\s+can|it\s+makes\s+sense)\b"
+    r"|\b(?:throughout|across)\s+(?:the\s+|our\s+|this\s+)?(?:code\s*base|codebase|repo(?:sitory)?|"
+    r"project|code)\b)"
+    r"|\b(?:fix|clean\s+up|fix\s+up|flag|report|tidy)\s+(?:up\s+)?(?:any|all|every)\s+(?:[\w-]+\s+){0,3}?"
+    r"(?:that\s+)?you\s+(?:notice|see|find|spot|come\s+across|encounter|run\s+into)\b",
+    re.I,
+)
+
+# A property of everything written: spelling, register, casing, indentation ("use British
+# spelling", "write in plain English", "stick to single quotes").
+WRITING_STYLE = re.compile(
+    r"\b(?:use|using|write\s+in|writing\s+in|stick\s+to|follow|switch\s+to)\s+(?:the\s+)?"
+    r"(?:(?:[\w-]+\s+)?spelling|(?:british|american|us|uk|plain|simple)\s+english|"
+    r"(?:[\w-]+\s+)?(?:tone|register|casing|indentation)|(?:single|double)\s+quotes|"
+    r"(?:tabs|spaces)\s+(?:for|not|instead|rather)|[\w-]+[_-]case)\b",
+    re.I,
+)
+
 
 def working_habit(sentence: str) -> bool:
     """True when a sentence states a working habit without a classic marker (delegation, pace,
@@ -199,6 +227,22 @@ _HABITS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (KIND_SHOULD, ("each", "every", "all")),
     (SHOULD_BE_ON, (" be ",)),
     (NEEDLESS, ("need",)),
+    (
+        WRITING_STYLE,
+        (
+            "spelling",
+            "english",
+            "tone",
+            "register",
+            "casing",
+            "indentation",
+            "quotes",
+            "tabs",
+            "spaces",
+            "case",
+        ),
+    ),
+    (EVERYWHERE, ("everywhere", "wherever", "throughout", "across", "you ")),
 )
 
 # A hedge: "probably", "maybe", "I think" — not an unmistakable rule.

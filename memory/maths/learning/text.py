@@ -108,20 +108,23 @@ _PASTE_INTRO = re.compile(
     r"message|response|result|results|trace|stack\s*trace)\b)[^:\n]{0,60}:\s*$",
     re.I,
 )
-_RULE_INTRO = re.compile(r"\b(?:rules?|guidelines?|conventions?|always|never|from\s+now\s+on)\b", re.I)
+_RULE_INTRO = re.compile(
+    r"\b(?:rules?|guidelines?|conventions?|always|never|from\s+now\s+on)\b", re.I
+)
 _END_PUNCT = re.compile(r"[.!?:;,)\]]\s*$")
 
 
 def _unwrapped(lines: list[str]) -> list[str]:
-    """Hard-wrapped lines joined: a long line with no closing punctuation followed by one that
-    starts in lower case (pasted review comments are wrapped at a fixed width)."""
+    """Hard-wrapped lines joined: a long (or indented) line with no closing punctuation followed
+    by one that starts in lower case (pasted review comments are wrapped at a fixed width)."""
     out: list[str] = []
     for line in lines:
         head = line.lstrip()
         if (
             out
             and (head[:1].islower() or head[:1] in "$~`'\"(")
-            and len(out[-1].strip()) >= 60
+            # wrapped text is indented, or wider than anyone types a line by hand
+            and (len(out[-1].strip()) >= 100 or (out[-1][:1].isspace() and line[:1].isspace()))
             and not _END_PUNCT.search(out[-1])
             and not _is_code_line(out[-1])
         ):
