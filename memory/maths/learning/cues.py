@@ -39,8 +39,8 @@ STANDING_TIME = re.compile(
     r"(?<!until\s)next\s+time|every\s+time|each\s+time|any\s*time\s+you|"
     + WHENEVER
     + r"|in\s+all\s+cases|"
-    r"(?:ever|never)\s+again|for\s+all\s+future|for\s+future\s+(?:[\w-]+\s+)?(?:tests?|"
-    r"test\s+creation|work|changes|prs|commits|tasks|code|features|reference)|moving\s+forward|in\s+every\s+(?:session|task|"
+    r"(?:ever|never)\s+again|for\s+all\s+future|for\s+future\s+(?:[\w-]+\s+)?(?:tests|"
+    r"test\s+creation|work|changes|prs|commits|tasks|code|features|reference)\b|moving\s+forward|in\s+every\s+(?:session|task|"
     r"project|repo))\b",
     re.I,
 )

@@ -61,7 +61,7 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          INSTRUCTION),
         (r"\binstead\s+of\b|\brather\s+than\b", INSTRUCTION),
         (r"(?:^(?:please\s+)?|\b(?:you|we|please|to|and|always|never|should|must)\s+)(?:avoid|stop)"
-         r"\s+(?!by\b)\w+", INSTRUCTION),
+         r"\s+(?!by\b|for\s+a\b)\w+", INSTRUCTION),
         (r"\byou\s+(?:must|should|shall|have\s+to|need\s+to|are\s+to)\s+(?:always\s+|never\s+|"
          r"not\s+)?\w+", INSTRUCTION),
         (r"\bwe\s+must\s+(?:always\s+|never\s+|not\s+)?\w+", INSTRUCTION),
