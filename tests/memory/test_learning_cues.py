@@ -566,3 +566,19 @@ def test_a_hard_wrapped_pasted_paragraph_is_read_as_one_sentence() -> None:
         "Please add a test in the parser suite that sets the locale to French and checks the "
         "decimal separator."
     ]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "kept"),
+    [
+        # a bare identifier names the code at hand, not a convention's value
+        ("Put the retry in fetchUserProfile.", False),
+        ("Add test coverage for the cache eviction (evictStaleEntries).", False),
+        ("Prefix private helpers with an underscore, like _load_config.", True),
+        # "we don't need to …" is about this task
+        ("We don't need to rebuild the image.", False),
+        ("We don't commit generated files.", True),
+    ],
+)
+def test_a_task_about_the_code_at_hand_is_not_a_convention(prompt: str, kept: bool) -> None:
+    assert bool(L.extract(prompt)) is kept, L.extract(prompt)
