@@ -340,6 +340,9 @@ TIERS = [
     ("Stop for a second, the failure was not caused by the cache.", ""),
     ("Use British spelling in the user-facing messages.", "C"),
     ("Add guidance to CLAUDE.md for future changes: keep migrations reversible.", "A"),
+    # "in this repo" with a habit is a convention, with a wish it is a request for now
+    ("In this repo we use pnpm.", "A"),
+    ("In this project we want to add a cache for the search page.", "C"),
 ]  # fmt: skip
 
 

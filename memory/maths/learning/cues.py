@@ -58,7 +58,12 @@ ALWAYS_NEVER = re.compile(
 # "we don't use …", "as a rule, …", "our convention is …".
 PROJECT_CONVENTION = re.compile(
     r"\b(?:in|for)\s+this\s+(?:repo(?:sitory)?|project|codebase|code\s*base|team|monorepo)\b"
-    r"[^.?!]{0,40}?\b(?:we|you|all|every|always|never|don'?t|do\s+not|should|must|use)\b"
+    # … followed by a habit ("we use", "you always", "don't"), not a wish for now ("we want to
+    # commit X", "you should create Y")
+    r"[^.?!]{0,40}?(?:\b(?:all|every|always|never|don'?t|do\s+not)\b|\b(?:we|you)\s+(?:(?:usually|"
+    r"only|generally|normally|typically|mostly)\s+)?(?:use|prefer|keep|write|follow|put|name|"
+    r"avoid|stick|run|deploy|release|import|format|test|commit|work|rely)\b|[,:]\s*(?:please\s+)?"
+    r"(?:use|prefer|keep|write|follow|put|name|avoid|stick|run)\b)"
     r"|\b(?:here\s+)?we\s+(?:always|never|only|don'?t\s+ever|do\s+not\s+ever)\s+"
     r"(?!(?!(?:need|embed|proceed|exceed|succeed|feed|seed|speed)\b)\w{2,}ed\b)\w"  # not "we only added"
     r"|\bwe\s+(?:don'?t|do\s+not)\s+(?:use|allow|commit|write|add|import|mix|rely|do)\b"
