@@ -259,6 +259,17 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
             "did you see any errors?",
         ],
     ),
+    "WHERE_IT_LIVES": (
+        cues.WHERE_IT_LIVES,
+        [
+            "keep our design notes in Notion",
+            "please track all todos in GitHub issues",
+        ],
+        [
+            "keep the notes short",
+            "put the config in settings.py",
+        ],
+    ),
     "WRITING_STYLE": (
         cues.WRITING_STYLE,
         [

@@ -215,6 +215,15 @@ WRITING_STYLE = re.compile(
     re.I,
 )
 
+# Where the team's working material lives: "keep our design notes in Notion", "track the todos
+# in GitHub issues", "put all ADRs under docs/adr".
+WHERE_IT_LIVES = re.compile(
+    r"\b(?:keep|put|store|track|write|record|file|log)\s+(?:our|all|your|the\s+team'?s)\s+"
+    r"(?:[\w-]+\s+){0,2}?(?:documentation|docs|notes|plans|tickets|issues|todos|decisions|specs|"
+    r"adrs|tasks|designs|changelogs?|runbooks)\s+(?:in|on|under|at|into)\s+\S",
+    re.I,
+)
+
 
 def working_habit(sentence: str) -> bool:
     """True when a sentence states a working habit without a classic marker (delegation, pace,
@@ -247,6 +256,7 @@ _HABITS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
             "case",
         ),
     ),
+    (WHERE_IT_LIVES, ("our ", "all ", "your ", "team")),
     (EVERYWHERE, ("everywhere", "wherever", "throughout", "across", "you ")),
 )
 
