@@ -1,6 +1,7 @@
 """Capture quality without a key, at the pure-function level (no database, no server).
 
-    python bench/capture.py [--show fp|fn|task] [--json FILE] [--limit N]
+    python bench/capture.py [--show fp|fn|task|mc-fp|mc-fn|real-fp|real-fn|real-fn-active|real-task]
+                            [--json FILE] [--limit N]
 
 Runs the fallback classifier and extractor (`memory.maths.learning.extract`, the same function
 the capture task calls on a prompt or a transcript's user entry) over:
@@ -14,6 +15,11 @@ the capture task calls on a prompt or a transcript's user entry) over:
   `held-out`; rules may be written from what `--show mc-fp|mc-fn` prints, which is the dev half
   only; the held-out half is only ever scored, never printed): recall of stated instructions,
   precision of drafts (`bench/learning_eval.states`);
+- the typed prompts of the real Claude Code transcripts (`$ENGRAM_TRANSCRIPTS/labels.jsonl`,
+  labelled rule/task/question/feedback/other), split by repository: `dev` (`REAL_DEV_REPOS`;
+  rules may be written from what `--show real-fp|real-fn|real-fn-active|real-task` prints, which
+  is this part only), `held_out` (every other repository: only ever scored, never printed) and
+  the `whole`; the same figures as for the coding prompts;
 - a transcript replay: MemoryCode held-out sessions as Claude Code JSONL (mentee turns as
   assistant entries) and, when `$ENGRAM_TRANSCRIPTS` (default `/work/data/transcripts`) holds
   `*.jsonl` files, the real transcripts there: drafts whose quote is not in a user entry
