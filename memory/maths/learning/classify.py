@@ -300,7 +300,7 @@ def classify(prompt: str) -> Classification:
     found: list[Clause] = []
     parts = sentences(prompt)
     for index, sentence in enumerate(parts):
-        if _FRAGMENT.search(sentence):
+        if _is_fragment(sentence):
             continue
         retracted = cues.retraction_at(sentence)
         if retracted >= 0:
@@ -352,21 +352,34 @@ def classify(prompt: str) -> Classification:
     return Classification(tuple(found))
 
 
-# Not a sentence of its own: a line that introduces what follows it ("To silence it, run:",
-# "Print something like:"), one that trails off ("To hide this notice in the future ..."), or a
-# purpose with no main clause ("To keep the diff small.").
-_FRAGMENT = re.compile(
+_FRAGMENT_END = re.compile(
     r"(?::|\.\.\.+|\u2026)\s*$"
     # cut short: it ends on a word that needs what follows ("Print something like.", "…, run.")
     r"|\b(?:the|a|an|and|or|via|e\.g|i\.e)\s*[.!]?\s*$"
     r"|(?:something|anything|stuff|this|that)\s+like\s*[.!]?\s*$"
     r"|(?:^|[,;]\s*|\b(?:please|then|just|and|can)\s+)(?:run|set|use|add|call|type|execute|"
-    r"enter|paste)\s*[.!]?\s*$"
-    # a reviewer's suggestion ("Consider extracting this into a helper")
-    r"|^(?:\w+\s+){0,2}?consider\s+\w+ing\b|[,;]\s*consider\s+(?:also\s+)?\w+ing\b"
-    r"|^(?:in\s+order\s+)?to\s+(?!be\s+(?:clear|honest|sure)\b|clarify\b|sum\s+up\b)\w+\b[^,;:]*$",
+    r"enter|paste)\s*[.!]?\s*$",
     re.I,
 )
+_FRAGMENT_START = re.compile(
+    r"(?:in\s+order\s+)?to\s+(?!be\s+(?:clear|honest|sure)\b|clarify\b|sum\s+up\b)\w+\b[^,;:]*$",
+    re.I,
+)
+# A reviewer's suggestion ("Consider extracting this into a helper").
+_SUGGESTION = re.compile(
+    r"^(?:\w+\s+){0,2}?consider\s+\w+ing\b|[,;]\s*consider\s+(?:also\s+)?\w+ing\b", re.I
+)
+
+
+def _is_fragment(sentence: str) -> bool:
+    """Not a sentence of its own: a line that introduces what follows it ("To silence it,
+    run:", "Print something like:"), one that trails off or is cut short ("… ends with the."),
+    a purpose with no main clause ("To keep the diff small."), or a reviewer's suggestion."""
+    return bool(
+        _FRAGMENT_END.search(sentence[-40:])
+        or _FRAGMENT_START.match(sentence)
+        or ("onsider" in sentence and _SUGGESTION.search(sentence))
+    )
 
 
 def _the_rest(text: str) -> str:

@@ -256,8 +256,41 @@ _HABITS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
             "case",
         ),
     ),
-    (WHERE_IT_LIVES, ("our ", "all ", "your ", "team")),
-    (EVERYWHERE, ("everywhere", "wherever", "throughout", "across", "you ")),
+    (
+        WHERE_IT_LIVES,
+        (
+            "docs",
+            "documentation",
+            "notes",
+            "plans",
+            "tickets",
+            "issues",
+            "todos",
+            "decisions",
+            "specs",
+            "adrs",
+            "tasks",
+            "designs",
+            "changelog",
+            "runbooks",
+        ),
+    ),
+    (
+        EVERYWHERE,
+        (
+            "everywhere",
+            "wherever",
+            "throughout",
+            "across",
+            "you notice",
+            "you see",
+            "you find",
+            "you spot",
+            "you come",
+            "you encounter",
+            "you run",
+        ),
+    ),
 )
 
 # A hedge: "probably", "maybe", "I think" — not an unmistakable rule.

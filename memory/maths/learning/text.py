@@ -158,6 +158,8 @@ def prose(text: str) -> str:
     if is_machine_text(text):
         return ""
     text = _FENCE.sub("\n", _WRAPPERS.sub("\n", text).translate(_TYPOGRAPHY))
+    if "\n" not in text:  # one line: nothing pasted under an introduction, nothing wrapped
+        return "" if _is_code_line(text) or _FINDING.search(text) else text
     text = _without_pasted(text)
     return "\n".join(line for line in _unwrapped(text.splitlines()) if not _is_code_line(line))
 
