@@ -1,4 +1,5 @@
-"""Prose and sentences of a prompt: fenced blocks, indented, log-like and code-dense lines removed.
+"""Prose and sentences of a prompt: fenced blocks, pasted blocks (review findings, what follows
+"here is / it says / I get:"), indented, log-like and code-dense lines removed.
 
 Pure Python (no Django); shared by the classifier and the extractor.
 """
