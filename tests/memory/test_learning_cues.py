@@ -353,6 +353,10 @@ TIERS = [
     ("Add guidance to CLAUDE.md for future changes: keep migrations reversible.", "A"),
     # "in this repo" with a habit is a convention, with a wish it is a request for now
     ("In this repo we use pnpm.", "A"),
+    # a request to record a rule that does not say it: the rule is in what came before
+    ("Can you add this to CLAUDE.md?", "C"),
+    ("I wonder if we should make a rule that every endpoint gets a contract test.", "C"),
+    ("Add this to CLAUDE.md: we deploy from main only.", "A"),
     ("In this project we want to add a cache for the search page.", "C"),
 ]  # fmt: skip
 

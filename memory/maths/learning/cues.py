@@ -295,7 +295,8 @@ _HABITS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
 
 # A hedge: "probably", "maybe", "I think" — not an unmistakable rule.
 HEDGE = re.compile(
-    r"\b(?:probably|maybe|perhaps|might|i\s+(?:think|guess|suppose)|not\s+sure|possibly)\b", re.I
+    r"\b(?:probably|maybe|perhaps|might|i\s+(?:think|guess|suppose|wonder)|not\s+sure|possibly)\b",
+    re.I,
 )
 # The rule is about the thing at hand: "do this", "don't clean it up", "fix that".
 DEICTIC = re.compile(
@@ -455,6 +456,16 @@ DESCRIPTION = re.compile(
 TO_THE_AGENT = re.compile(r"\b(?:you|your|we|our|us|let'?s|please|i\s+want|i'?d\s+like)\b", re.I)
 
 
+# A request to record a rule whose only object is a pronoun: "add this to CLAUDE.md", "put that
+# in your rules", "can you make it a rule?".
+_CONTENT_FREE_REQUEST = re.compile(
+    r"^(?:[\w']+[\s,]+){0,4}?(?:add|put|write|record|note|save|make)\s+(?:this|that|it|them)\s+"
+    r"(?:to|in|into|as)\s+(?:a\s+|the\s+|your\s+|our\s+)?@?[\w./-]+(?:\s+(?:file|rules?))?"
+    r"(?:\s+(?:somehow|please|too|as\s+well))?\s*[.!?]*$",
+    re.I,
+)
+
+
 def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     """Tier of a rule-like sentence: A when it is unmistakably meant to last (a standing time,
     always/never to the agent, a project convention, "remember that we", a rule request), B for
@@ -463,7 +474,8 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     sentence = plain_intent(sentence)
     timed = bool(STANDING_TIME.search(sentence))
     if RULE_REQUEST.search(sentence) and not HEDGE.search(sentence):
-        return TIER_EXPLICIT
+        # "Add this to CLAUDE.md": the rule is in what came before, not in the words kept
+        return TIER_INFERRED if _CONTENT_FREE_REQUEST.match(sentence) else TIER_EXPLICIT
     if (HEDGE.search(sentence) or ABOUT_A_WORK_ITEM.match(sentence)) and not timed:
         return TIER_INFERRED
     standing = bool(
