@@ -1,6 +1,7 @@
 """Capture quality without a key, at the pure-function level (no database, no server).
 
-    python bench/capture.py [--show fp|fn|task] [--json FILE] [--limit N]
+    python bench/capture.py [--show fp|fn|task|mc-fp|mc-fn|real-fp|real-fn|real-fn-active|real-task]
+                            [--json FILE] [--limit N]
 
 Runs the fallback classifier and extractor (`memory.maths.learning.extract`, the same function
 the capture task calls on a prompt or a transcript's user entry) over:
@@ -14,6 +15,11 @@ the capture task calls on a prompt or a transcript's user entry) over:
   `held-out`; rules may be written from what `--show mc-fp|mc-fn` prints, which is the dev half
   only; the held-out half is only ever scored, never printed): recall of stated instructions,
   precision of drafts (`bench/learning_eval.states`);
+- the typed prompts of the real Claude Code transcripts (`$ENGRAM_TRANSCRIPTS/labels.jsonl`,
+  labelled rule/task/question/feedback/other), split by repository: `dev` (`REAL_DEV_REPOS`;
+  rules may be written from what `--show real-fp|real-fn|real-fn-active|real-task` prints, which
+  is this part only), `held_out` (every other repository: only ever scored, never printed) and
+  the `whole`; the same figures as for the coding prompts;
 - a transcript replay: MemoryCode held-out sessions as Claude Code JSONL (mentee turns as
   assistant entries) and, when `$ENGRAM_TRANSCRIPTS` (default `/work/data/transcripts`) holds
   `*.jsonl` files, the real transcripts there: drafts whose quote is not in a user entry
@@ -36,6 +42,7 @@ import os
 import re
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -53,6 +60,8 @@ EVAL = (
 PROMPTS = EVAL / "coding-prompts" / "dev.jsonl"
 PAIRS = EVAL / "coding-prompts" / "dev-pairs.jsonl"
 TRANSCRIPTS = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/work/data/transcripts"))
+# The real transcripts' dev part (its rows may be read); every other repository is held out.
+REAL_DEV_REPOS = frozenset({"entireio/cli"})
 ACTIVE = {learning.TIER_EXPLICIT, learning.TIER_CORRECTION}
 # A draft states a labelled rule when it carries a third of the rule's plain words (the labels
 # are rewritten as short imperatives, the drafts keep the user's words).
@@ -86,52 +95,80 @@ def coding_prompts(
     costs: list[float], show: str, rows: list[dict] | None = None
 ) -> dict[str, object]:
     """Labelled prompts (coding-prompts rows, or real transcripts' labels.jsonl rows)."""
+    return _summary(_tally(costs, show, rows))
+
+
+def _tally(costs: list[float], show: str, rows: list[dict] | None = None) -> Counter[str]:
+    """The counts behind `coding_prompts` (they add up over parts: see `real_prompts`)."""
     if rows is None:
         rows = [json.loads(line) for line in PROMPTS.open()]
+    n: Counter[str] = Counter()
     for row in rows:
         row.setdefault("prompt", row.get("text", ""))
         row.setdefault("kind", row.get("label", ""))
         row.setdefault("id", row.get("uuid", ""))
-    rule_rows = [r for r in rows if r["kind"] == "rule"]
-    tasks = [r for r in rows if r["kind"] == "task"]
-    any_hit = active_hit = rules_total = rules_found = 0
-    active_tp = active_fp = all_tp = all_fp = tasks_active = 0
-    for row in rows:
         drafts = _timed_extract(row["prompt"], costs)
         active = [d for d in drafts if d.tier in ACTIVE]
         is_rule = row["kind"] == "rule"
+        n["prompts"] += 1
+        n["tasks"] += row["kind"] == "task"
         if is_rule:
-            any_hit += bool(drafts)
-            active_hit += bool(active)
+            n["rule_prompts"] += 1
+            n["any_hit"] += bool(drafts)
+            n["active_hit"] += bool(active)
             for rule in row["rules"]:
-                rules_total += 1
-                rules_found += any(_states_rule(d.statement, rule) for d in drafts)
+                n["rules_total"] += 1
+                n["rules_found"] += any(_states_rule(d.statement, rule) for d in drafts)
             if show == "fn" and not drafts:
                 print("FN", row["id"], repr(row["prompt"][:300]), row["rules"])
-        all_tp += len(drafts) if is_rule else 0
-        all_fp += 0 if is_rule else len(drafts)
-        active_tp += len(active) if is_rule else 0
-        active_fp += 0 if is_rule else len(active)
-        if row["kind"] == "task" and active:
-            tasks_active += 1
+            if show == "fn-active" and drafts and not active:
+                print("FN-C", row["id"], [d.statement for d in drafts], row["rules"])
+        n["all_tp" if is_rule else "all_fp"] += len(drafts)
+        n["active_tp" if is_rule else "active_fp"] += len(active)
+        n["tasks_active"] += bool(row["kind"] == "task" and active)
         shown = show == "fp" or (show == "task" and row["kind"] == "task" and active)
         if shown and not is_rule:
             for d in drafts:
                 print("FP", row["id"], row["kind"], d.tier, repr(d.statement))
+    return n
+
+
+def _summary(n: Counter[str]) -> dict[str, object]:
+    active, every = n["active_tp"] + n["active_fp"], n["all_tp"] + n["all_fp"]
     return {
-        "prompts": len(rows),
-        "rule_prompts": len(rule_rows),
-        "rule_recall_any_tier": round(any_hit / len(rule_rows), 3),
-        "rule_recall_active": round(active_hit / len(rule_rows), 3),
-        "rule_sentences_stated": f"{rules_found}/{rules_total}",
-        "active_drafts": active_tp + active_fp,
-        "precision_active": round(active_tp / (active_tp + active_fp), 3)
-        if active_tp + active_fp
+        "prompts": n["prompts"],
+        "rule_prompts": n["rule_prompts"],
+        "rule_recall_any_tier": round(n["any_hit"] / n["rule_prompts"], 3)
+        if n["rule_prompts"]
         else None,
-        "all_drafts": all_tp + all_fp,
-        "precision_all": round(all_tp / (all_tp + all_fp), 3) if all_tp + all_fp else None,
-        "tasks_with_active_draft": f"{tasks_active}/{len(tasks)}",
-        "tasks_active_share": round(tasks_active / len(tasks), 4),
+        "rule_recall_active": round(n["active_hit"] / n["rule_prompts"], 3)
+        if n["rule_prompts"]
+        else None,
+        "rule_sentences_stated": f"{n['rules_found']}/{n['rules_total']}",
+        "active_drafts": active,
+        "precision_active": round(n["active_tp"] / active, 3) if active else None,
+        "all_drafts": every,
+        "precision_all": round(n["all_tp"] / every, 3) if every else None,
+        "tasks_with_active_draft": f"{n['tasks_active']}/{n['tasks']}",
+        "tasks_active_share": round(n["tasks_active"] / n["tasks"], 4) if n["tasks"] else None,
+    }
+
+
+def real_prompts(costs: list[float], show: str) -> dict[str, object] | str:
+    """The typed prompts of the real transcripts (`labels.jsonl`), split by repository: the
+    dev part is `REAL_DEV_REPOS` (rules may be written from what `--show real-fp|real-fn`
+    prints, which is this part only); the held-out part, every other repository, is only ever
+    scored, never printed. The whole is the sum of both."""
+    labels = TRANSCRIPTS / "labels.jsonl"
+    if not labels.exists():
+        return "absent"
+    rows = [json.loads(line) for line in labels.open()]
+    dev = _tally(costs, show, [r for r in rows if r["repo"] in REAL_DEV_REPOS])
+    held_out = _tally(costs, "", [r for r in rows if r["repo"] not in REAL_DEV_REPOS])
+    return {
+        "dev": _summary(dev),
+        "held_out": _summary(held_out),
+        "whole": _summary(dev + held_out),
     }
 
 
@@ -247,7 +284,21 @@ def _percentile(values: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--show", choices=["fp", "fn", "task", "mc-fp", "mc-fn"], default="")
+    parser.add_argument(
+        "--show",
+        choices=[
+            "fp",
+            "fn",
+            "task",
+            "mc-fp",
+            "mc-fn",
+            "real-fp",
+            "real-fn",
+            "real-fn-active",
+            "real-task",
+        ],
+        default="",
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--limit", type=int, default=0, help="MemoryCode dialogues per half")
     args = parser.parse_args()
@@ -255,16 +306,11 @@ def main() -> None:
         sys.exit(f"coding-prompts data not found at {PROMPTS}")
     costs: list[float] = []
     mc_show = args.show[3:] if args.show.startswith("mc-") else ""
+    real_show = args.show[5:] if args.show.startswith("real-") else ""
     report: dict[str, object] = {
-        "coding_prompts_dev": coding_prompts(costs, "" if mc_show else args.show),
+        "coding_prompts_dev": coding_prompts(costs, "" if mc_show or real_show else args.show),
         "memorycode_dev": memorycode("dev", costs, args.limit, mc_show),
-        "real_transcript_prompts": coding_prompts(
-            costs,
-            "",
-            [json.loads(line) for line in (TRANSCRIPTS / "labels.jsonl").open()],
-        )
-        if (TRANSCRIPTS / "labels.jsonl").exists()
-        else "absent",
+        "real_transcript_prompts": real_prompts(costs, real_show),
         "memorycode_held_out": memorycode("held-out", costs, args.limit, ""),
         "replay": replays(args.limit),
         "pairs": pairs(),

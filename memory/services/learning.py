@@ -487,6 +487,13 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
         else learning.MAX_DRAFTS_PER_SESSION
     )
     drafts, producer = _extract(signal, limit)
+    # Never a lesson holding a credential-like token (the LLM may repeat "API_KEY=XXXX…", which
+    # the scanner leaves as a placeholder): it would be injected into every session's brief.
+    drafts = [
+        item
+        for item in drafts
+        if not learning.holds_credential(f"{item[0][0].statement} {item[0][0].anti_pattern}")
+    ]
     with transaction.atomic():
         if not _claim(signal, producer, now):
             return 0

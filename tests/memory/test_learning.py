@@ -338,6 +338,43 @@ def test_the_llm_extracts_with_a_schema_when_a_key_is_set(api: Client, fake_clau
     assert len(fake_claude.calls(learning.EXTRACT_TASK)) == 1
 
 
+def test_a_lesson_holding_a_credential_is_never_stored(api: Client, fake_claude: Any) -> None:
+    fake_claude.on(
+        learning.EXTRACT_TASK,
+        lambda body: {
+            "lessons": [
+                {
+                    "statement": "Always export DEPLOY_TOKEN=XXXXXXXXXXXXXXXXXXXXXXXX first.",
+                    "type": "procedural",
+                    "polarity": "do",
+                    "tier": "A",
+                    "anti_pattern": "",
+                    "tags": ["deploy"],
+                    "rationale": "Always export DEPLOY_TOKEN=XXXXXXXXXXXXXXXXXXXXXXXX first.",
+                },
+                {
+                    "statement": "Always run the smoke test after a deploy.",
+                    "type": "procedural",
+                    "polarity": "do",
+                    "tier": "A",
+                    "anti_pattern": "",
+                    "tags": ["deploy"],
+                    "rationale": "Always run the smoke test after a deploy.",
+                },
+            ]
+        },
+    )
+    say(
+        api,
+        "Always export DEPLOY_TOKEN=XXXXXXXXXXXXXXXXXXXXXXXX first. "
+        "Always run the smoke test after a deploy.",
+    )
+    extract_all()
+    assert [d.statement for d in LearningDraft.objects.all()] == [
+        "Always run the smoke test after a deploy."
+    ]
+
+
 def test_without_the_llm_the_heuristic_extracts(api: Client, fake_claude: Any) -> None:
     fake_claude.fail(529)
     say(api, "Always use pnpm in this repo.")

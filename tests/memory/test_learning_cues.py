@@ -245,6 +245,59 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
             "this is our problem",
         ],
     ),
+    "EVERYWHERE": (
+        cues.EVERYWHERE,
+        [
+            "use f-strings everywhere please",
+            "we should be using pathlib wherever we can",
+            "keep the logger names consistent across the codebase",
+            "fix any flaky tests you come across",
+        ],
+        [
+            "the config is read everywhere",
+            "fix the typo in the header",
+            "did you see any errors?",
+        ],
+    ),
+    "WHERE_IT_LIVES": (
+        cues.WHERE_IT_LIVES,
+        [
+            "keep our design notes in Notion",
+            "please track all todos in GitHub issues",
+        ],
+        [
+            "keep the notes short",
+            "put the config in settings.py",
+        ],
+    ),
+    "WRITING_STYLE": (
+        cues.WRITING_STYLE,
+        [
+            "please use Canadian spelling in the docs",
+            "write in plain English for the changelog",
+            "stick to double quotes",
+            "use kebab-case for the CLI flags",
+        ],
+        [
+            "the spelling checker is broken",
+            "use the case statement here",
+            "quote the path",
+        ],
+    ),
+    "DESCRIBES_BEHAVIOUR": (
+        cues.DESCRIBES_BEHAVIOUR,
+        [
+            "the retry loop never terminates when the queue is empty",
+            "the flag is computed but never called",
+            "Never shown in the UI",
+            "it always returns an empty list",
+        ],
+        [
+            "never return an empty list from a view",
+            "always process the queue in order",
+            "never need to",
+        ],
+    ),
 }
 CASES = [
     (name, text, accepted)
@@ -290,6 +343,21 @@ TIERS = [
     ("Add type hints whenever possible.", "C"),
     ("I wanted to talk about why we never vendor dependencies in this repo.", "A"),
     ("In the future, put new fixtures in conftest.py.", "A"),
+    # what the code or product does is no instruction, whatever words it holds
+    ("The cleanup job never runs when the disk is full.", ""),
+    ("Add a regression test so we don't break the parser in the future.", ""),
+    ("Looks as if we rebuild the index always.", ""),
+    ("So far we only added metrics to the worker.", ""),
+    ("Stop for a second, the failure was not caused by the cache.", ""),
+    ("Use British spelling in the user-facing messages.", "C"),
+    ("Add guidance to CLAUDE.md for future changes: keep migrations reversible.", "A"),
+    # "in this repo" with a habit is a convention, with a wish it is a request for now
+    ("In this repo we use pnpm.", "A"),
+    # a request to record a rule that does not say it: the rule is in what came before
+    ("Can you add this to CLAUDE.md?", "C"),
+    ("I wonder if we should make a rule that every endpoint gets a contract test.", "C"),
+    ("Add this to CLAUDE.md: we deploy from main only.", "A"),
+    ("In this project we want to add a cache for the search page.", "C"),
 ]  # fmt: skip
 
 
@@ -470,3 +538,65 @@ def test_remember_then_an_imperative_is_still_a_rule() -> None:
     assert [
         d.statement for d in L.extract("Remember, always run the formatter before you push.")
     ] == ["Always run the formatter before you push."]
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        # a line that introduces what follows, or trails off, or a bare purpose
+        "To silence the deprecation warning in every session, run:",
+        "To hide this banner in the future ...",
+        "Always print something like.",
+        # a reviewer's suggestion
+        "Consider always wrapping the client in a retry helper.",
+        # pasted review findings and tool output
+        "Two findings:\n  1. api/views.py:120 never closes the file\n  2. always log the error",
+        "Two findings:\n  1. The handler at line 88 should always check the token",
+        "The reviewer says:\nAlways validate the payload before saving.",
+        "npm: command not found\nAuthor: Dev <dev@example.com>",
+        # a description of the code, not addressed to the agent
+        "The exporter uses the legacy client instead of the new one.",
+        "Rather than patching the view, could we move the check into the form?",
+    ],
+)
+def test_pasted_material_fragments_and_descriptions_are_not_rules(prompt: str) -> None:
+    assert L.extract(prompt) == [], L.extract(prompt)
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Always export DEPLOY_TOKEN=XXXXXXXXXXXXXXXXXXXX before the release script.",
+        "From now on use the key [REDACTED:api_key] for staging.",
+        "Always pin the image to 3f9c2a7be1d04c88a9e6f1b2c3d4e5f6a7b8c9d0.",
+    ],
+)
+def test_a_draft_never_holds_a_credential(prompt: str) -> None:
+    assert L.extract(prompt) == []
+
+
+def test_a_hard_wrapped_pasted_paragraph_is_read_as_one_sentence() -> None:
+    prompt = (
+        "  Please add a test in the parser suite that sets\n"
+        "  the locale to French and checks the decimal separator."
+    )
+    assert L.sentences(prompt) == [
+        "Please add a test in the parser suite that sets the locale to French and checks the "
+        "decimal separator."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "kept"),
+    [
+        # a bare identifier names the code at hand, not a convention's value
+        ("Put the retry in fetchUserProfile.", False),
+        ("Add test coverage for the cache eviction (evictStaleEntries).", False),
+        ("Prefix private helpers with an underscore, like _load_config.", True),
+        # "we don't need to …" is about this task
+        ("We don't need to rebuild the image.", False),
+        ("We don't commit generated files.", True),
+    ],
+)
+def test_a_task_about_the_code_at_hand_is_not_a_convention(prompt: str, kept: bool) -> None:
+    assert bool(L.extract(prompt)) is kept, L.extract(prompt)

@@ -106,6 +106,16 @@ _UNMARKED_QUESTION = re.compile(
 )
 
 
+# A modal that prescribes ("the status must be updated with X, not Y"): not a description.
+_PRESCRIBES = re.compile(
+    r"\b(?:must|should|shall|needs?\s+to|has\s+to|have\s+to|ought\s+to)\b", re.I
+)
+# A clause that cannot stand alone: "rather than X", "if X", "when X" …
+_SUBORDINATE = re.compile(
+    r"^(?:(?:and|but|so|ok(?:ay)?)[,\s]+)?(?:rather\s+than|instead\s+of|if|when|whenever|because|"
+    r"since|although|though|while|unless|once|after|before|for\s+(?:the|this|that))\b",
+    re.I,
+)
 _WH_WORD = re.compile(r"^(?:how|what|why|where|which|who)\b", re.I)
 
 
@@ -135,8 +145,9 @@ def _is_question(sentence: str) -> bool:
 
 
 def _masked(sentence: str) -> str:
-    """Inline code replaced by a placeholder, so a marker inside `…` does not count."""
-    return _INLINE_CODE.sub("CODE", sentence)
+    """Inline code replaced by a placeholder, so a marker inside `…` does not count; markers
+    that only seem to address the agent made neutral (`cues.plain_intent`)."""
+    return cues.plain_intent(_INLINE_CODE.sub("CODE", sentence))
 
 
 def statement_part(sentence: str) -> str:
@@ -147,7 +158,9 @@ def statement_part(sentence: str) -> str:
         return "" if _UNMARKED_QUESTION.match(s) else s
     match = _EMBEDDED_QUESTION.search(s)
     if match and match.start() > 0:
-        return s[: match.start()].strip()
+        head = s[: match.start()].strip()
+        # "rather than X, could we Y?": the question is the sentence, its head only a condition
+        return "" if _SUBORDINATE.match(head) else head
     return "" if _is_question(s) else s
 
 
@@ -221,6 +234,16 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         or cues.working_habit(text)
     ):
         return ""  # "Don't clean it up": about the thing at hand
+    if (
+        not led
+        and cues.DESCRIPTION.match(text)
+        and not cues.TO_THE_AGENT.search(text)
+        and not _STRONG_RULE.search(text)
+        and not cues.STANDING_TIME.search(text)
+        and not _PRESCRIBES.search(text)
+        and not cues.EXPLICIT_CORRECTION.search(text)
+    ):
+        return ""  # "The handler uses X instead of Y": what the code does
     if led:
         return CORRECTION
     if _CORRECTION_ANY.search(text) and not negative_evidence(text):
@@ -277,6 +300,8 @@ def classify(prompt: str) -> Classification:
     found: list[Clause] = []
     parts = sentences(prompt)
     for index, sentence in enumerate(parts):
+        if _is_fragment(sentence):
+            continue
         retracted = cues.retraction_at(sentence)
         if retracted >= 0:
             found.clear()  # "…, but I changed my mind", "scratch that": only the final wish
@@ -325,6 +350,36 @@ def classify(prompt: str) -> Classification:
                 continue
         found.append(Clause(text, kind, index))
     return Classification(tuple(found))
+
+
+_FRAGMENT_END = re.compile(
+    r"(?::|\.\.\.+|\u2026)\s*$"
+    # cut short: it ends on a word that needs what follows ("Print something like.", "…, run.")
+    r"|\b(?:the|a|an|and|or|via|e\.g|i\.e)\s*[.!]?\s*$"
+    r"|(?:something|anything|stuff|this|that)\s+like\s*[.!]?\s*$"
+    r"|(?:^|[,;]\s*|\b(?:please|then|just|and|can)\s+)(?:run|set|use|add|call|type|execute|"
+    r"enter|paste)\s*[.!]?\s*$",
+    re.I,
+)
+_FRAGMENT_START = re.compile(
+    r"(?:in\s+order\s+)?to\s+(?!be\s+(?:clear|honest|sure)\b|clarify\b|sum\s+up\b)\w+\b[^,;:]*$",
+    re.I,
+)
+# A reviewer's suggestion ("Consider extracting this into a helper").
+_SUGGESTION = re.compile(
+    r"^(?:\w+\s+){0,2}?consider\s+\w+ing\b|[,;]\s*consider\s+(?:also\s+)?\w+ing\b", re.I
+)
+
+
+def _is_fragment(sentence: str) -> bool:
+    """Not a sentence of its own: a line that introduces what follows it ("To silence it,
+    run:", "Print something like:"), one that trails off or is cut short ("… ends with the."),
+    a purpose with no main clause ("To keep the diff small."), or a reviewer's suggestion."""
+    return bool(
+        _FRAGMENT_END.search(sentence[-40:])
+        or _FRAGMENT_START.match(sentence)
+        or ("onsider" in sentence and _SUGGESTION.search(sentence))
+    )
 
 
 def _the_rest(text: str) -> str:

@@ -26,7 +26,8 @@ WHENEVER = (
 # product or the conversation).
 IN_FUTURE = (
     r"in\s+(?:the\s+)?future\b(?!\s+(?:[\w-]+\s+)?(?:sessions?|meetings?|conversations?|"
-    r"discussions?|releases?|versions?|iterations?|sprints?|projects?|roles?|updates?|work)\b)"
+    r"discussions?|releases?|versions?|iterations?|sprints?|projects?|roles?|updates?|work|"
+    r"states?|designs?|architectures?|models?|plans?|phases?|milestones?)\b)"
     # "… in the future may support X": what the product will do, not how to work
     r"(?!,?\s+(?:it\s+|this\s+|they\s+|we\s+)?(?:will|may|might|could|would|can)\b)"
 )
@@ -38,7 +39,8 @@ STANDING_TIME = re.compile(
     r"(?<!until\s)next\s+time|every\s+time|each\s+time|any\s*time\s+you|"
     + WHENEVER
     + r"|in\s+all\s+cases|"
-    r"(?:ever|never)\s+again|for\s+all\s+future|moving\s+forward|in\s+every\s+(?:session|task|"
+    r"(?:ever|never)\s+again|for\s+all\s+future|for\s+future\s+(?:[\w-]+\s+)?(?:tests|"
+    r"test\s+creation|work|changes|prs|commits|tasks|code|features|reference)\b|moving\s+forward|in\s+every\s+(?:session|task|"
     r"project|repo))\b",
     re.I,
 )
@@ -56,8 +58,14 @@ ALWAYS_NEVER = re.compile(
 # "we don't use …", "as a rule, …", "our convention is …".
 PROJECT_CONVENTION = re.compile(
     r"\b(?:in|for)\s+this\s+(?:repo(?:sitory)?|project|codebase|code\s*base|team|monorepo)\b"
-    r"[^.?!]{0,40}?\b(?:we|you|all|every|always|never|don'?t|do\s+not|should|must|use)\b"
-    r"|\b(?:here\s+)?we\s+(?:always|never|only|don'?t\s+ever|do\s+not\s+ever)\s+\w"
+    # … followed by a habit ("we use", "you always", "don't"), not a wish for now ("we want to
+    # commit X", "you should create Y")
+    r"[^.?!]{0,40}?(?:\b(?:all|every|always|never|don'?t|do\s+not)\b|\b(?:we|you)\s+(?:(?:usually|"
+    r"only|generally|normally|typically|mostly)\s+)?(?:use|prefer|keep|write|follow|put|name|"
+    r"avoid|stick|run|deploy|release|import|format|test|commit|work|rely)\b|[,:]\s*(?:please\s+)?"
+    r"(?:use|prefer|keep|write|follow|put|name|avoid|stick|run)\b)"
+    r"|\b(?:here\s+)?we\s+(?:always|never|only|don'?t\s+ever|do\s+not\s+ever)\s+"
+    r"(?!(?!(?:need|embed|proceed|exceed|succeed|feed|seed|speed)\b)\w{2,}ed\b)\w"  # not "we only added"
     r"|\bwe\s+(?:don'?t|do\s+not)\s+(?:use|allow|commit|write|add|import|mix|rely|do)\b"
     r"|\bas\s+a\s+(?:general\s+)?rule\b"
     r"|\b(?:our|the\s+project'?s?|the\s+team'?s?)\s+(?:convention|rule|standard|policy|"
@@ -93,20 +101,27 @@ RULE_REQUEST = re.compile(
     r"|\badd\s+(?:this|that|it)\s+(?:to|as)\s+(?:a\s+|the\s+|your\s+|our\s+)?(?:rules?|memory|"
     r"guidelines?|CLAUDE\.md|AGENTS\.md)\b"
     r"|\b(?:put|write|record|note|save)\s+(?:this|that|it)\s+in\s+(?:the\s+|your\s+)?"
-    r"(?:rules?|memory|CLAUDE\.md|AGENTS\.md)\b",
+    r"(?:rules?|memory|CLAUDE\.md|AGENTS\.md)\b"
+    # "add guidance into CLAUDE.md for future test creation": a note that names its topic
+    r"|\badd\s+(?:some\s+|a\s+|an\s+)?(?:guidance|note|section|rule|rules|instructions?|line|"
+    r"paragraph|something)\s+(?:to|into|in)\s+(?:the\s+|your\s+|our\s+)?@?(?:CLAUDE\.md|"
+    r"AGENTS\.md|rules|memory)\b[^.?!]{0,20}?\b(?:for|on|about|that|saying)\s+"
+    r"(?!(?:this|that|it|them|these|those)\b)\w",
     re.I,
 )
 # A correction of the agent's last action: a leading "no", "wrong", "that's not right", "stop"…
 CORRECTION_LEAD = re.compile(
     r"^(?:no+|nope|wrong|not\s+quite|stop|actually|wait|that(?:'s|s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|"
     r"correct|what\s+i)|incorrect)|you\s+(?:shouldn'?t|should\s+not)\s+have)\b"
-    r"(?!\s+(?:worries|problem|thanks|need|idea|rush|doubt|more\s+than))",
+    r"(?!\s+(?:worries|problem|thanks|need|idea|rush|doubt|more\s+than|for\s+a\b))",
     re.I,
 )
 # … that names the right way next to the wrong one: "use X, not Y", "X instead of Y", "not X
 # but Y".
 RIGHT_WAY = re.compile(
-    r"\w[`'\"]?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b|right\b|correct\b|what\b|working\b|"
+    # "X, not Y" — not the negation of a statement ("that was not caught", "it does not run")
+    r"\b(?!(?:is|was|are|were|be|been|do|does|did|has|have|had|can|could|will|would|should|"
+    r"must|may|might|shall|it|that|this|there)\b)\w+[`'\"]?,?\s+not\s+(?!only\b|just\b|sure\b|yet\b|right\b|correct\b|what\b|working\b|"
     r"true\b|quite\b|really\b|it\b)(?:the\s+|a\s+)?[`'\"@\w]"
     r"|\binstead\s+of\b|\brather\s+than\b|\bnot\s+\S+(?:\s+\S+){0,4}?,?\s+but\s+\w",
     re.I,
@@ -178,6 +193,37 @@ NEEDLESS = re.compile(
     re.I,
 )
 
+# A practice applied wherever it fits, not to one item: "use US English everywhere", "strong
+# types wherever we can", "fix any issues you notice", "throughout the codebase".
+EVERYWHERE = re.compile(
+    r"\b(?:use|using|keep|write|follow|prefer|stick\s+to|fix|apply|add)\b[^.?!]{1,60}?"
+    r"(?:\beverywhere\b|\bwherever\s+(?:possible|we\s+can|you\s+can|it\s+makes\s+sense)\b"
+    r"|\b(?:throughout|across)\s+(?:the\s+|our\s+|this\s+)?(?:code\s*base|codebase|repo(?:sitory)?|"
+    r"project|code)\b)"
+    r"|\b(?:fix|clean\s+up|fix\s+up|flag|report|tidy)\s+(?:up\s+)?(?:any|all|every)\s+(?:[\w-]+\s+){0,3}?"
+    r"(?:that\s+)?you\s+(?:notice|see|find|spot|come\s+across|encounter|run\s+into)\b",
+    re.I,
+)
+
+# A property of everything written: spelling, register, casing, indentation ("use British
+# spelling", "write in plain English", "stick to single quotes").
+WRITING_STYLE = re.compile(
+    r"\b(?:use|using|write\s+in|writing\s+in|stick\s+to|follow|switch\s+to)\s+(?:the\s+)?"
+    r"(?:(?:[\w-]+\s+)?spelling|(?:british|american|us|uk|plain|simple)\s+english|"
+    r"(?:[\w-]+\s+)?(?:tone|register|casing|indentation)|(?:single|double)\s+quotes|"
+    r"(?:tabs|spaces)\s+(?:for|not|instead|rather)|[\w-]+[_-]case)\b",
+    re.I,
+)
+
+# Where the team's working material lives: "keep our design notes in Notion", "track the todos
+# in GitHub issues", "put all ADRs under docs/adr".
+WHERE_IT_LIVES = re.compile(
+    r"\b(?:keep|put|store|track|write|record|file|log)\s+(?:our|all|your|the\s+team'?s)\s+"
+    r"(?:[\w-]+\s+){0,2}?(?:documentation|docs|notes|plans|tickets|issues|todos|decisions|specs|"
+    r"adrs|tasks|designs|changelogs?|runbooks)\s+(?:in|on|under|at|into)\s+\S",
+    re.I,
+)
+
 
 def working_habit(sentence: str) -> bool:
     """True when a sentence states a working habit without a classic marker (delegation, pace,
@@ -195,11 +241,62 @@ _HABITS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (KIND_SHOULD, ("each", "every", "all")),
     (SHOULD_BE_ON, (" be ",)),
     (NEEDLESS, ("need",)),
+    (
+        WRITING_STYLE,
+        (
+            "spelling",
+            "english",
+            "tone",
+            "register",
+            "casing",
+            "indentation",
+            "quotes",
+            "tabs",
+            "spaces",
+            "case",
+        ),
+    ),
+    (
+        WHERE_IT_LIVES,
+        (
+            "docs",
+            "documentation",
+            "notes",
+            "plans",
+            "tickets",
+            "issues",
+            "todos",
+            "decisions",
+            "specs",
+            "adrs",
+            "tasks",
+            "designs",
+            "changelog",
+            "runbooks",
+        ),
+    ),
+    (
+        EVERYWHERE,
+        (
+            "everywhere",
+            "wherever",
+            "throughout",
+            "across",
+            "you notice",
+            "you see",
+            "you find",
+            "you spot",
+            "you come",
+            "you encounter",
+            "you run",
+        ),
+    ),
 )
 
 # A hedge: "probably", "maybe", "I think" — not an unmistakable rule.
 HEDGE = re.compile(
-    r"\b(?:probably|maybe|perhaps|might|i\s+(?:think|guess|suppose)|not\s+sure|possibly)\b", re.I
+    r"\b(?:probably|maybe|perhaps|might|i\s+(?:think|guess|suppose|wonder)|not\s+sure|possibly)\b",
+    re.I,
 )
 # The rule is about the thing at hand: "do this", "don't clean it up", "fix that".
 DEICTIC = re.compile(
@@ -219,6 +316,56 @@ EXPLICIT_CORRECTION = re.compile(
     r"|\bi\s+(?:said|told\s+you|asked\s+(?:you\s+)?(?:to|for|not)|only\s+wanted)\b",
     re.I,
 )
+
+# --- what the code or product does, not how to work ---------------------------------------------
+
+# "always"/"never" that describe behaviour: before a verb in the third person ("it never
+# executes", "always returns early") or a participle ("never shown", "never asserted", "always
+# done"). An instruction to the agent uses the plain form ("never execute", "always return").
+_PARTICIPLE = (
+    r"(?!(?:need|embed|proceed|exceed|succeed|feed|seed|speed|bleed|shred)\b)\w{2,}ed\b"
+    r"|(?:shown|seen|written|given|taken|done|known|thrown|broken|hidden|forgotten|chosen|"
+    r"driven|gotten|been)\b"
+)
+_THIRD_PERSON_VERB = r"(?!\w*(?:ss|us|is|as|ics)\b)[a-z]{2,}(?:s|es)\b"
+DESCRIBES_BEHAVIOUR = re.compile(
+    r"\b(?i:always|never)(?=\s+(?:(?:really|actually|even|just|properly)\s+)?(?:"
+    + _PARTICIPLE
+    + "|"
+    + _THIRD_PERSON_VERB
+    + r"))",
+)
+# How something comes across: "reads as if …", "looks like …", "it seems …".
+_SEEMING = re.compile(
+    r"\bas\s+(?:if|though)\b|\b(?:reads?|looks?|sounds?|seems?|feels?)\s+(?:like|as)\b", re.I
+)
+_ALWAYS_NEVER_WORD = re.compile(r"\b(?:always|never)\b", re.I)
+# "in the future" inside a purpose, a condition or a prediction ("add a test so we don't break
+# this in the future", "if X might be needed in the future", "it will fail in the future"): about
+# the product's future, not a standing time for the agent.
+_FUTURE_OF_THE_PRODUCT = re.compile(
+    r"(\b(?:so(?:\s+that)?\s+(?:we|it|they|this|that|nobody|no\s+one|users?|people)|"
+    r"(?:might|may|could|will|won'?t)\s+(?:\w+\s+)?(?:be|break|need|fail|change|happen|cause)|"
+    r"to\s+(?:avoid|prevent))\b"
+    r"[^,.;:!?]*?)\bin\s+(?:the\s+)?future\b",
+    re.I,
+)
+
+
+def plain_intent(sentence: str) -> str:
+    """The sentence with the markers that only seem to address the agent made neutral: a
+    descriptive "always/never" ("it never executes", "never shown") reads "still", and "in the
+    future" inside a purpose, condition or prediction reads "later". Cues are matched on this."""
+    if "lways" in sentence or "ever" in sentence:
+        sentence = DESCRIBES_BEHAVIOUR.sub("still", sentence)
+        seeming = _SEEMING.search(sentence)
+        if seeming:  # "reads as if we start a new branch always": how something comes across
+            after = _ALWAYS_NEVER_WORD.sub("still", sentence[seeming.end() :])
+            sentence = sentence[: seeming.end()] + after
+    if "future" in sentence:
+        sentence = _FUTURE_OF_THE_PRODUCT.sub(r"\1later", sentence)
+    return sentence
+
 
 # --- preferences in passing ---------------------------------------------------------------------
 
@@ -291,11 +438,32 @@ ONE_OFF = re.compile(
 # A sentence about something else ("Every time a change is pushed, the CI system builds it"):
 # a third-person subject and nothing addressed to the agent or the team.
 THIRD_PERSON = re.compile(
-    r"^(?:(?:every\s+time|whenever|each\s+time)\b[^,]*,\s*)?(?:the|a|an|it|its|this|that|these|"
+    r"^(?:(?:like|so|and|but|also|then|i\s+mean|because|since)[,\s]+)?(?:(?:every\s+time|whenever|each\s+time)\b[^,]*,\s*)?(?:the|a|an|it|its|this|that|these|"
     r"those|they|there|he|she|his|her|their)\b",
     re.I,
 )
+# A description of the code or the product: the main clause (after an "if/when/while/to …,"
+# clause) has a third-person subject, a name written as code ("AgentPercentage reports …"), or
+# none at all before a participle ("Tools passed as a string instead of …").
+DESCRIPTION = re.compile(
+    r"^(?i:(?:like|so|and|but|also|then|i\s+mean|because|since)[,\s]+)?"
+    r"(?i:(?:if|when|whenever|while|once|after|before|because|since|although|though|to)\b[^,]*,\s*)?"
+    r"(?:(?i:the|a|an|it|its|this|that|these|those|they|there|their)\b"
+    r"|[A-Za-z_]*[a-z][A-Z]\w*\b|[\w.]+\(\)"
+    r"|[A-Z]?[a-z]+\s+(?:passed|called|used|returned|set|stored|shown|written|computed|"
+    r"ignored|skipped)\b)",
+)
 TO_THE_AGENT = re.compile(r"\b(?:you|your|we|our|us|let'?s|please|i\s+want|i'?d\s+like)\b", re.I)
+
+
+# A request to record a rule whose only object is a pronoun: "add this to CLAUDE.md", "put that
+# in your rules", "can you make it a rule?".
+_CONTENT_FREE_REQUEST = re.compile(
+    r"^(?:[\w']+[\s,]+){0,4}?(?:add|put|write|record|note|save|make)\s+(?:this|that|it|them)\s+"
+    r"(?:to|in|into|as)\s+(?:a\s+|the\s+|your\s+|our\s+)?@?[\w./-]+(?:\s+(?:file|rules?))?"
+    r"(?:\s+(?:somehow|please|too|as\s+well))?\s*[.!?]*$",
+    re.I,
+)
 
 
 def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
@@ -303,9 +471,11 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     always/never to the agent, a project convention, "remember that we", a rule request), B for
     a correction of the last action that names the right way, C (candidate) otherwise. A
     hedge, a request about one work item or a one-off marker leave it a candidate."""
+    sentence = plain_intent(sentence)
     timed = bool(STANDING_TIME.search(sentence))
     if RULE_REQUEST.search(sentence) and not HEDGE.search(sentence):
-        return TIER_EXPLICIT
+        # "Add this to CLAUDE.md": the rule is in what came before, not in the words kept
+        return TIER_INFERRED if _CONTENT_FREE_REQUEST.match(sentence) else TIER_EXPLICIT
     if (HEDGE.search(sentence) or ABOUT_A_WORK_ITEM.match(sentence)) and not timed:
         return TIER_INFERRED
     standing = bool(

@@ -41,7 +41,7 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          r"panic|bother|know|think|get\s+me|stress|feel|get\s+discouraged|hold\s+back|skimp|"
          r"wait|be\s+afraid|let\s+(?:your|it|that|this))\w+", INSTRUCTION),
         (r"\b(?:we|i)\s+(?:do\s+not|don'?t|never)\s+(?:use|want|allow|like|do|write|"
-         r"commit|put|add|need|rely|mix)\b", INSTRUCTION),
+         r"commit|put|add|rely|mix)\b", INSTRUCTION),
         (r"\b(?:remember|keep\s+in\s+mind|note)\s+(?:to|that|this)\b", INSTRUCTION),
         (r"^(?:please\s+)?remember\b", INSTRUCTION),
         (r"(?:^(?:please\s+)?|[,;:]\s*)(?:make\s+sure|be\s+sure|ensure)\s+(?:to|that\s+(?:you|we)|"
@@ -61,7 +61,7 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          INSTRUCTION),
         (r"\binstead\s+of\b|\brather\s+than\b", INSTRUCTION),
         (r"(?:^(?:please\s+)?|\b(?:you|we|please|to|and|always|never|should|must)\s+)(?:avoid|stop)"
-         r"\s+(?!by\b)\w+", INSTRUCTION),
+         r"\s+(?!by\b|for\s+a\b)\w+", INSTRUCTION),
         (r"\byou\s+(?:must|should|shall|have\s+to|need\s+to|are\s+to)\s+(?:always\s+|never\s+|"
          r"not\s+)?\w+", INSTRUCTION),
         (r"\bwe\s+must\s+(?:always\s+|never\s+|not\s+)?\w+", INSTRUCTION),
@@ -87,7 +87,7 @@ _RULE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 # imperative (first sentence only), or an explicit "that's wrong", "not X but Y", "I said …".
 _CORRECTION_LEAD = re.compile(
     r"^(?:no|nope|wrong|not\s+quite|actually|wait|stop|hmm,?\s+no)\b(?!\s+(?:worries|problem|"
-    r"thanks|need|idea|rush|doubt))[,.!:;-]*\s*",
+    r"thanks|need|idea|rush|doubt|for\s+a\b))[,.!:;-]*\s*",
     re.I,
 )
 _CORRECTION_ANY = re.compile(
@@ -335,18 +335,24 @@ def _imperative_rule(text: str) -> bool:
     if not _RULE_VERB.match(rest) or _TASK_START.match(rest):
         return False
     scoped = bool(match.group("scope") and _PRACTICE_NOUN.search(match.group("scope")))
-    return bool(
-        scoped
-        or _CONVENTION_VALUE.search(text)
-        or _GENERAL.search(text)
-        or _GENERIC_OBJECT.search(rest)
+    # A bare identifier ("Put it in handleSessionEnd") names the code at hand; it is a
+    # convention's value only after a naming verb ("Prefix helpers with _private_") or quoted.
+    value = _QUOTED_OR_DECORATOR.search(text) or (
+        _NAMING_VERB.match(rest) and _CONVENTION_VALUE.search(text)
     )
+    return bool(scoped or value or _GENERAL.search(text) or _GENERIC_OBJECT.search(rest))
 
 
 # A value a convention sets (a quoted name, a decorator, snake_case or camelCase), not a product's
 # name ("Push both branches to GitHub" is a task, "Prefix private helpers with '_'" a convention).
 _CONVENTION_VALUE = re.compile(
     r"'[^'\s]{1,40}'|\"[^\"\n]{1,40}\"|`[^`\n]{1,60}`|@\w+|\b\w*_\w+\b|\b\w+_(?!\w)|\b[a-z]\w*[a-z][A-Z]\w*\b"
+)
+_QUOTED_OR_DECORATOR = re.compile(r"'[^'\s]{1,40}'|\"[^\"\n]{1,40}\"|`[^`\n]{1,60}`|@\w+")
+_NAMING_VERB = re.compile(
+    r"(?:name|prefix|suffix|start|end|call|rename|label|capitali[sz]e|format|type|mark|"
+    r"decorate|annotate|append|begin|finish|terminate|declare|define|use|import)\b",
+    re.I,
 )
 # What happens when the person does something, reported: "every time I run the tests they hang".
 _REPORT = re.compile(r"^(?:every\s+time|each\s+time|whenever|when)\s+i\b", re.I)

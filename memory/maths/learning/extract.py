@@ -238,7 +238,11 @@ _ANAPHOR = re.compile(
     r"|\b(?:it|them)\b",
     re.I,
 )
-_SUBCLAUSE = re.compile(r"(?:[,;]\s*|\s+)(?:so|but|and\s+so|which\s+is\s+why|hence)\s+|;\s+", re.I)
+_SUBCLAUSE = re.compile(
+    r"(?:[,;]\s*|\s+)(?:(?:and\s+)?so(?!\s+(?:far|much|many|long|that|to\s+speak)\b)|but|"
+    r"which\s+is\s+why|hence)\s+|;\s+",
+    re.I,
+)
 
 
 def focus(sentence: str) -> str:
@@ -264,6 +268,25 @@ _META = re.compile(
 )
 
 
+# Text that holds (or held) a credential: a redaction mark, a secret-named assignment with any
+# value ("API_KEY=XXXX", "password: hunter2"), or a long hex / base64-like token. A draft holding
+# one is never stored: it would be injected into every session's brief.
+_CREDENTIAL = re.compile(
+    r"\[REDACTED:"
+    r"|\b[\w.-]*(?:key|token|secret|passw(?:or)?d|passwd|pwd|credentials?|auth)\b"
+    r"(?:\s*=\s*[`'\"]?\S{4,}|\s*:\s*[`'\"]?(?=\S*[\dX*]{2})\S{6,})"
+    r"|(?<![\w/.-])[0-9a-f]{24,}(?![\w/-])(?!\.\w)"
+    r"|(?<![\w/.-])(?=[\w+/-]*\d)(?=[\w+/-]*[A-Z])(?=[\w+/-]*[a-z])[\w+/-]{32,}={0,2}"
+    r"(?![\w/-])(?!\.\w)",
+    re.I,
+)
+
+
+def holds_credential(text: str) -> bool:
+    """True when `text` holds a credential-like token or a redaction mark (see `_CREDENTIAL`)."""
+    return bool(_CREDENTIAL.search(text))
+
+
 def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDraft]:
     """Heuristic extraction: each rule-stating clause of `prompt`, cleaned, as a draft (≤ limit).
 
@@ -274,8 +297,9 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
     seen: set[str] = set()
     clauses = list(classify(prompt).clauses)
     for clause in clauses:
-        statement = clean_clause(focus(clause.text))
-        if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS:
+        part = focus(clause.text)
+        statement = clean_clause(part)
+        if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS or holds_credential(clause.text):
             continue
         if _META.match(statement) and not cues.is_standing(statement):
             continue  # "Let's make a new rule …" and "We want X, not Y" stay
@@ -283,8 +307,12 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
         if key in seen:
             continue
         seen.add(key)
+        # The tier is earned by the part that is kept: "keep X, but always write Y now" keeps
+        # "keep X", which "always" does not make a standing rule.
         tier = clause.tier or cues.tier_of(
-            clause.text, first=clause.index == 0, correction=clause.kind == CORRECTION
+            part,
+            first=clause.index == 0 and clause.text.startswith(part),
+            correction=clause.kind == CORRECTION,
         )
         drafts.append(
             LessonDraft(

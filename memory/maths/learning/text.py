@@ -1,4 +1,5 @@
-"""Prose and sentences of a prompt: fenced blocks, indented, log-like and code-dense lines removed.
+"""Prose and sentences of a prompt: fenced blocks, pasted blocks (review findings, what follows
+"here is / it says / I get:"), indented, log-like and code-dense lines removed.
 
 Pure Python (no Django); shared by the classifier and the extractor.
 """
@@ -34,6 +35,12 @@ _LOG_LINE = re.compile(
       | at\ [\w$.<>]+\( | \$\ | >>>\ | \.\.\.\ | [#>]\ ?\w+@
       | npm\ (?:ERR|WARN) | error(?:\[\w+\])?: | warning: | E\s+ | \d+\s*\|
       | [-+]{3}\ | @@\ | diff\ --git
+      | .*\u23bf                                  # Claude Code's tool-output marker
+      | [\u25cf\u23fa\u2713\u2717\u2714\u2718]\s     # its bullets, check marks
+      | (?:author|commit|merge|date):\s.*(?:<\S+@\S+>|\d{2}:\d{2})   # git log headers
+      | commit\ [0-9a-f]{7,40}\b | create\ mode\ \d+ | ={3,}\ \w
+      | [\w.-]+:\ (?:cannot|can'?t|could\ not|failed|unable|no\ such|not\ found|fatal|
+          permission\ denied|command\ not\ found)\b
     )""",
     re.X | re.I,
 )
@@ -85,13 +92,77 @@ def is_machine_text(text: str) -> bool:
     return bool(_MACHINE_TEXT.match(text[:400]))
 
 
+# --- pasted material: review findings, tool output introduced by the person --------------------
+
+# A finding of a code review or a linter, pasted: a file:line reference, "line 485", a severity.
+_FINDING = re.compile(
+    r"[\w/.-]+\.[A-Za-z]{1,5}:\d+|\b(?:at|on|in)\s+lines?\s+\d+|\blines?\s+\d+\s*-\s*\d+"
+    r"|^\s*(?:(?:high|medium|low|critical|major|minor)\s+(?:severity|priority)|severity:|"
+    r"priority:|nit(?:pick)?:|suggestion:|suggested\s+change)\s*$",
+    re.I | re.M,
+)
+# A line that introduces pasted material: "here is the output:", "the reviewer says:", "I get:".
+_PASTE_INTRO = re.compile(
+    r"(?:\bhere\s+(?:is|are)\b|\b(?:says?|said|says\s+that|wrote|output|outputs|prints?|"
+    r"printed|returns?|returned|shows?|showed|logs?|errors?|get|got|getting|see|seeing|"
+    r"review|comments?|feedback|findings?|issues|suggestions?|reported|following|details|"
+    r"message|response|result|results|trace|stack\s*trace)\b)[^:\n]{0,60}:\s*$",
+    re.I,
+)
+_RULE_INTRO = re.compile(
+    r"\b(?:rules?|guidelines?|conventions?|always|never|from\s+now\s+on)\b", re.I
+)
+_END_PUNCT = re.compile(r"[.!?:;,)\]]\s*$")
+
+
+def _unwrapped(lines: list[str]) -> list[str]:
+    """Hard-wrapped lines joined: a long (or indented) line with no closing punctuation followed
+    by one that starts in lower case (pasted review comments are wrapped at a fixed width)."""
+    out: list[str] = []
+    for line in lines:
+        head = line.lstrip()
+        if (
+            out
+            and (head[:1].islower() or head[:1] in "$~`'\"(")
+            # wrapped text is indented, or wider than anyone types a line by hand
+            and (len(out[-1].strip()) >= 100 or (out[-1][:1].isspace() and line[:1].isspace()))
+            and not _END_PUNCT.search(out[-1])
+            and not _is_code_line(out[-1])
+        ):
+            out[-1] = out[-1].rstrip() + " " + head
+        else:
+            out.append(line)
+    return out
+
+
+def _without_pasted(text: str) -> str:
+    """The text without pasted blocks: a paragraph holding a review finding, and the lines
+    after a line that introduces pasted material (up to the next blank line)."""
+    blocks = re.split(r"\n\s*\n", text)
+    kept: list[str] = []
+    for block in blocks:
+        if _FINDING.search(block):
+            continue
+        lines = block.splitlines()
+        for i, line in enumerate(lines):
+            if i + 1 < len(lines) and _PASTE_INTRO.search(line) and not _RULE_INTRO.search(line):
+                lines = lines[: i + 1]
+                break
+        kept.append("\n".join(lines))
+    return "\n\n".join(kept)
+
+
 def prose(text: str) -> str:
-    """The text with fenced blocks, indented or log-like lines and code-dense lines removed."""
+    """The text with fenced blocks, pasted blocks (`_without_pasted`), indented or log-like
+    lines and code-dense lines removed; hard-wrapped lines joined."""
     text = text[:MAX_CLASSIFIED_CHARS]
     if is_machine_text(text):
         return ""
     text = _FENCE.sub("\n", _WRAPPERS.sub("\n", text).translate(_TYPOGRAPHY))
-    return "\n".join(line for line in text.splitlines() if not _is_code_line(line))
+    if "\n" not in text:  # one line: nothing pasted under an introduction, nothing wrapped
+        return "" if _is_code_line(text) or _FINDING.search(text) else text
+    text = _without_pasted(text)
+    return "\n".join(line for line in _unwrapped(text.splitlines()) if not _is_code_line(line))
 
 
 def sentences(text: str) -> list[str]:
