@@ -502,6 +502,9 @@ def test_a_sentence_about_something_else_is_not_addressed_to_the_agent(
         "Don't underestimate the value of a good commit message.",
         "Don't shy away from asking about the architecture.",
         "Keep the old adapter around, you never know when a client still calls it.",
+        "We don't commit it.",
+        "We always squash them.",
+        "You should never touch those!",
     ],
 )
 def test_a_rule_that_does_not_say_what_it_is_about_or_is_not_a_rule_is_not_kept(
@@ -600,3 +603,8 @@ def test_a_hard_wrapped_pasted_paragraph_is_read_as_one_sentence() -> None:
 )
 def test_a_task_about_the_code_at_hand_is_not_a_convention(prompt: str, kept: bool) -> None:
     assert bool(L.extract(prompt)) is kept, L.extract(prompt)
+
+
+def test_a_rule_with_a_pronoun_beside_what_it_names_is_kept() -> None:
+    assert [d.tier for d in L.extract("We don't commit the generated fixtures.")] == ["A"]
+    assert [d.tier for d in L.extract("Always run it through black before you commit.")] == ["A"]

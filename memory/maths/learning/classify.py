@@ -228,6 +228,8 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
         return ""  # "This is a convention we follow": the reason for the rule before it
     if (_CHATTER.search(text) or _ENCOURAGEMENT.search(text)) and not _STRONG_VALUE.search(text):
         return ""
+    if cues.PRONOUN_ONLY.match(text):
+        return ""  # "We don't commit it": names nothing once stored
     if cues.DEICTIC.search(text) and not (
         cues.STANDING_TIME.search(text)
         or cues.ALWAYS_NEVER.search(text)

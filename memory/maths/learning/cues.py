@@ -304,6 +304,15 @@ DEICTIC = re.compile(
     r"modify|delete)\s+(?:it|this|that|them|these|those)\b(?!\s+(?:way|format|again))",
     re.I,
 )
+# A whole rule whose only object is a pronoun: "We don't commit it.", "We always squash them."
+# Stored alone it names nothing; the thing it is about was in the conversation.
+PRONOUN_ONLY = re.compile(
+    r"^\W*(?:(?:we|you|i)\s+)?(?:(?:always|never|don'?t|do\s+not|should(?:\s+not|n'?t)?|"
+    r"must(?:\s+not)?|will\s+not|won'?t|just|also|only|usually)\s+)*[a-z]+\s+"
+    r"(?:it|this|that|them|these|those)(?:\s+(?:please|at\s+all|anymore|any\s+more|either))?"
+    r"\s*[.!]*\s*$",
+    re.I,
+)
 # A request about one work item ("create a task to …", "open an issue for …"): a task.
 ABOUT_A_WORK_ITEM = re.compile(
     r"^(?:please\s+)?(?:create|open|file|write|add|make|draft)\s+(?:a|an|the|new|another)\s+"
