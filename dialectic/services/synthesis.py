@@ -97,8 +97,7 @@ def _habit_sentence(thesis: Thesis, label: str, found: practice.Practice | None 
     sequence = list(thesis.expected_sequence)
     tools = list(dict.fromkeys(sequence))
     command = found.command if found is not None else ""
-    reading = sum(1 for t in sequence if t in ("Read", "Grep", "Glob", "LS"))
-    if reading >= max(3, len(sequence) - 1):
+    if _is_survey(sequence):
         return (
             f"Prefer a broad survey before going deep on {label}: search and read several "
             "related files before editing any of them."
@@ -239,14 +238,29 @@ def synthesis_llm(
     return SynthesisText(statement, condition, chosen, PRODUCER_LLM)
 
 
+def _is_survey(sequence: Sequence[str]) -> bool:
+    """A habit of reading and searching before going deep (the breadth-first survey)."""
+    reading = sum(1 for t in sequence if t in ("Read", "Grep", "Glob", "LS"))
+    return reading >= max(3, len(sequence) - 1)
+
+
 def _no_practice(thesis: Thesis, draft: SynthesisText, found: practice.Practice) -> str:
     """Why a synthesis would not be worth proposing ("" when it is): its statement names no
-    concrete practice, or its habit is one repeated command that only looks (`ls`, `git log`)."""
+    concrete practice; its command plays no role and shows no occasion (or its placeholders
+    swallowed what it does); or, with no command, its habit is an order of tool names in a
+    place rather than a practice (a survey before editing is one)."""
     text = draft.statement + (f" Except when {draft.condition}." if draft.condition else "")
     if not practice.names_practice(text):
         return "names no concrete practice"
-    if maths.is_one_tool(thesis.expected_sequence) and not found.publishable:
-        return f"`{found.command or thesis.expected_sequence[0]}` only looks, no practice"
+    sequence = list(thesis.expected_sequence)
+    if found.command:
+        if maths.is_one_tool(sequence) and not found.publishable:
+            return f"`{found.command}` has no role or occasion, or only looks: no practice"
+        if not found.workflow_ok:
+            return f"`{found.command}` has no role or occasion: no practice to follow"
+        return ""
+    if not _is_survey(sequence):
+        return "an order of tool names in a place, no practice"
     return ""
 
 
@@ -362,6 +376,11 @@ def syntheses_make(
                 counts.details.append(f"thesis {thesis.pk}: {reason}: not proposed")
             continue
         quality = _quality(draft.features, against_f, support_f)
+        # A project's own command seen in several projects' scopes is proposed for the one
+        # where most of it was seen, never for every project (publish.target_scope).
+        scope = thesis.scope
+        if len(family) > 1 and practice.project_command(draft.statement):
+            scope = max(family, key=lambda t: (t.size, -t.pk)).scope
         projects = sorted(
             {row[3] for row in support_rows if row[3]} | {p for r in anti_rows for p in r.projects}
         )
@@ -371,7 +390,7 @@ def syntheses_make(
                 evidence_key=key,
                 defaults={
                     "owner_id": thesis.owner_id,
-                    "scope": thesis.scope,
+                    "scope": scope,
                     "statement": draft.statement,
                     "condition": draft.condition,
                     "features": [list(f) for f in draft.features],
@@ -407,6 +426,14 @@ def syntheses_make(
         if counts is not None:
             counts.accepted += 1
         output_decide(synthesis=synthesis, thesis=thesis)
+        sessions = set().union(*(_sessions(t) for t in family))
+        if len(sessions) < maths.PUBLISH_MIN_SESSIONS:
+            if counts is not None:
+                counts.details.append(
+                    f"synthesis {synthesis.pk}: seen in {len(sessions)} sessions (fewer than "
+                    f"{maths.PUBLISH_MIN_SESSIONS}): a one-off, held"
+                )
+            continue
         same = (synthesis.scope, practice.main_program(found.command)) if found.command else None
         if same is not None and same in proposed:
             if counts is not None:
