@@ -244,8 +244,8 @@ class Practice:
             return False
         if self.before.startswith("`") and swallowed(self.before.strip("`")):
             return False
-        if self.occasion in ("", "precondition") and only_looks(self.command.split(" && ")[0]):
-            return False
+        if only_looks(self.command.split(" && ")[0]):
+            return False  # looking is no practice, whatever comes before it
         return bool(self.occasion)
 
     @property
