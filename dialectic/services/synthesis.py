@@ -278,9 +278,12 @@ def _families(theses: Sequence[Thesis]) -> dict[int, list[Thesis]]:
     """Theses of one owner with the same habit in 3 or more scopes (projects), centroids close
     (cosine > 0.75): one lesson seen across projects, whose evidence counts together and whose
     synthesis is proposed for the user scope."""
-    groups: dict[tuple[int, tuple[str, ...]], list[Thesis]] = defaultdict(list)
+    groups: dict[tuple[int, tuple[str, ...], str], list[Thesis]] = defaultdict(list)
     for thesis in theses:
-        groups[(thesis.owner_id, tuple(thesis.expected_sequence))].append(thesis)
+        # One practice: the same habit, and the same command when it names one (`bun run
+        # lint` and `mise run lint` are two projects' ways, not one lesson).
+        command = practice.command_in(thesis.statement)
+        groups[(thesis.owner_id, tuple(thesis.expected_sequence), command)].append(thesis)
     families: dict[int, list[Thesis]] = {}
     for members in groups.values():
         if len({t.scope for t in members}) < maths.USER_SCOPE_MIN_PROJECTS:
@@ -335,6 +338,26 @@ def syntheses_make(
             .values_list("observation_id", "observed_at", "features", "project", "against")
             if not family_ids.intersection(row[4] or [])
         ]
+        found = practice.practice_of(
+            practice_members(list(Trace.objects.filter(cluster_id=thesis.cluster_id)))
+        )
+        # A project's command run again and again in no fixed order of work (`mise run test`
+        # after edits, reads or greps): the habit is the command, not the order. Its evidence
+        # is the cluster's runs of that command; other commands in the cluster are against it.
+        against_count = sum(r.count for r in anti_rows)
+        command_habit = (
+            bool(found.role)
+            and found.publishable
+            and (
+                maths.is_one_tool(thesis.expected_sequence)
+                or len(support_rows)
+                < maths.PUBLISH_MIN_SUPPORT_SHARE * (len(support_rows) + against_count)
+            )
+        )
+        against_f: list[frozenset[tuple[str, str]]] = []
+        if command_habit:
+            support_rows, against_f = _command_runs(family, found.command)
+            anti_rows = []
         if len(family) > 1:
             confidence = maths.thesis_confidence(
                 sum(t.size for t in family), min(t.cohesion for t in family)
@@ -347,16 +370,15 @@ def syntheses_make(
         )
         triggered = maths.synthesis_triggered(weight, confidence)
         if not triggered and (
-            confidence < maths.PUBLISH_MIN_CONFIDENCE or _subsumed(thesis, active)
+            confidence < maths.PUBLISH_MIN_CONFIDENCE
+            or (not command_habit and _subsumed(thesis, active))
         ):
             continue
         key = _evidence_key(family, [(r.pk, r.count) for r in anti_rows], triggered)
         if Synthesis.objects.filter(thesis=thesis, evidence_key=key).exists():
             continue
-        against_f = antitheses.variants_of(anti_rows)
-        found = practice.practice_of(
-            practice_members(list(Trace.objects.filter(cluster_id=thesis.cluster_id)))
-        )
+        if not command_habit:
+            against_f = antitheses.variants_of(anti_rows)
         support_f = [frozenset((str(k), str(v)) for k, v in row[2]) for row in support_rows]
         if triggered:
             try:
@@ -365,12 +387,14 @@ def syntheses_make(
                 draft = synthesis_fallback(thesis, against_f, support_f, anti_rows, found)
         else:
             draft = SynthesisText(
-                _habit_sentence(thesis, thesis.cluster.label or "this kind of work", found),
+                found.sentence()
+                if command_habit
+                else _habit_sentence(thesis, thesis.cluster.label or "this kind of work", found),
                 "",
                 (),
                 PRODUCER_HEURISTIC,
             )
-        reason = _no_practice(thesis, draft, found)
+        reason = "" if command_habit else _no_practice(thesis, draft, found)
         if reason:
             if counts is not None:
                 counts.details.append(f"thesis {thesis.pk}: {reason}: not proposed")
@@ -448,6 +472,27 @@ def syntheses_make(
             if counts is not None:
                 counts.reviews += 1
     return made
+
+
+def _command_runs(
+    family: Sequence[Thesis], command: str
+) -> tuple[list[tuple[Any, ...]], list[frozenset[tuple[str, str]]]]:
+    """The family's shell runs of a command practice (rows as the support rows) and the
+    feature sets of its other shell runs (against it)."""
+    program = practice.main_program(command)
+    runs: list[tuple[Any, ...]] = []
+    others: list[frozenset[tuple[str, str]]] = []
+    rows = (
+        Trace.objects.filter(cluster_id__in=[t.cluster_id for t in family], tool="Bash")
+        .order_by("observation_id")
+        .values_list("observation_id", "observed_at", "features", "project", "against", "text")
+    )
+    for row in rows:
+        if practice.main_program(practice.command_in(row[5])) == program:
+            runs.append(row[:5])
+        else:
+            others.append(frozenset((str(k), str(v)) for k, v in row[2]))
+    return runs, others
 
 
 def _proposed_practices(owner: Any | None) -> dict[tuple[str, str], int]:
