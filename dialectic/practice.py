@@ -110,7 +110,7 @@ def common_command(commands: Sequence[str]) -> str:
         words.append("<path>" if paths * 2 >= len(named) else "<arg>")
     # ... and the command most of them chain after it (`&& git commit`).
     chained = Counter(
-        " ".join(r[i + 1 : i + 3])
+        main_program(" ".join(_first_command(r[i + 1 :]))) or " ".join(r[i + 1 : i + 3])
         for r in group
         for i in [next((k for k, w in enumerate(r) if k >= len(words) - 1 and w == "&&"), -1)]
         if i >= 0
@@ -274,7 +274,7 @@ class Practice:
             return f"Start commands with `{self.command} && …`."
         if self.occasion == "precondition":
             first, _, rest = self.command.partition(" && ")
-            return f"Run `{first}` before `{rest}`: `{self.command}`."
+            return f"Run `{first}` before `{rest}`."
         if self.before:
             return f"Run `{self.command}` after {self.before}."
         return f"Run `{self.command}`."
@@ -324,12 +324,21 @@ def steps_text(sequence: Sequence[str], joiner: str = " → ") -> str:
 
 
 def project_command(statement: str) -> str:
-    """The command of a statement when it is a project's own way of doing a job (it has a
-    role: tests, lint, format, type-check, build, install, generate, docs), else ""."""
+    """The command of a statement when it is a project's own: its way of doing a job (it has
+    a role: tests, lint, format, type-check, build, install, generate, docs) or it names the
+    project's files (`git add cmd/*.go`), else ""."""
     for command in COMMAND_RE.findall(statement):
-        if roles.command_role(command):
+        if roles.command_role(command) or any(_project_path(w) for w in command.split(" ")):
             return command
     return ""
+
+
+def _project_path(word: str) -> bool:
+    """A folder or file pattern of the project (`cmd/*.go`, `.planning/`), not a placeholder,
+    a place outside it (`<path>/…`, `~/…`, `/tmp/…`) or an operator."""
+    if word.startswith(("<", "~", "/", "-")) or "=" in word:
+        return False
+    return "/" in word or bool(re.match(r"^\*\.\w+$", word))
 
 
 def names_practice(statement: str) -> bool:

@@ -115,9 +115,7 @@ def test_a_command_with_no_role_and_no_occasion_is_not_proposed(command: str) ->
 def test_a_precondition_chained_before_a_command_is_its_occasion() -> None:
     found = practice.practice_of([Member("Bash", "Bash `git add <path> && git commit`")] * 3)
     assert found.occasion == "precondition"
-    assert found.sentence() == (
-        "Run `git add <path>` before `git commit`: `git add <path> && git commit`."
-    )
+    assert found.sentence() == "Run `git add <path>` before `git commit`."
     assert found.publishable
 
 
@@ -164,3 +162,15 @@ def test_a_role_command_cut_by_its_placeholders_is_not_proposed() -> None:
 def test_a_project_command_is_found_in_a_statement() -> None:
     assert practice.project_command("Run tests with `bun run test`.") == "bun run test"
     assert practice.project_command("Run `git push -u <v> <arg>`.") == ""
+
+
+def test_the_command_chained_after_keeps_its_subcommand() -> None:
+    runs = ["mise run fmt && mise run lint"] * 3
+    assert practice.common_command(runs) == "mise run fmt && mise run lint"
+
+
+def test_a_command_naming_the_projects_files_is_the_projects() -> None:
+    assert practice.project_command("Run `git add cmd/*.go` before `git commit`.") == (
+        "git add cmd/*.go"
+    )
+    assert practice.project_command("Run `git add <path>` before `git commit`.") == ""
