@@ -25,7 +25,8 @@ each tool_use in order PreToolUse and PostToolUse (or PostToolUseFailure when it
 an error) with the real tool_input and result text, then Stop; each observation keeps the
 transcript's time (shifted so the newest is an hour ago). One `consolidate()` follows, and the
 run reports clusters, theses, antithesis rows, syntheses and the proposals sent to review, each
-checked for a repeated tool name and a concrete practice. `--proposals FILE` writes the
+checked for a repeated tool name and a concrete practice and shown with the scope it is proposed
+for (a project's own command stays in its project's scope). `--proposals FILE` writes the
 proposals (text only) for labelling; `--labels FILE` (default bench/labels/dialectic_real.jsonl)
 reads the hand labels back and reports the share a careful user would accept.
 
@@ -539,6 +540,7 @@ def real(directory: Path, reuse: bool, *, pre: bool = True) -> dict[str, Any] | 
 
     from dialectic.models import Antithesis, Cluster, Synthesis, Thesis
     from dialectic.services.consolidation import consolidate
+    from dialectic.services.publish import target_scope
     from memory.models import ApiToken, Observation, ReviewItem
 
     if not directory.is_dir():
@@ -572,6 +574,8 @@ def real(directory: Path, reuse: bool, *, pre: bool = True) -> dict[str, Any] | 
             "q": round(s.q, 2),
             "confidence": round(s.confidence, 2),
             "exemplars": s.exemplars,
+            "scope": target_scope(s),
+            "projects": len(s.projects or []),
             "proposed": s.review_item_id is not None,
         }
         for s in syntheses
@@ -643,7 +647,8 @@ def print_real(r: dict[str, Any], labels: dict[str, Any] | None) -> None:
     print("\nProposed for review:\n")
     for s in proposed:
         print(
-            f"- (Q {s['q']:.2f}, conf {s['confidence']:.2f}, {s['exemplars']} exemplars) {s['text']}"
+            f"- (Q {s['q']:.2f}, conf {s['confidence']:.2f}, {s['exemplars']} exemplars, "
+            f"for {s['scope']}) {s['text']}"
         )
 
 

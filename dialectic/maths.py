@@ -35,6 +35,7 @@ SKILL_MIN_COMPLEXITY = 0.5  # complexity > 0.5
 REFINE_BELOW = 0.7  # the second-level (LLM) refinement runs below this decision confidence
 PUBLISH_MIN_CONFIDENCE = 0.7
 PUBLISH_MIN_EXEMPLARS = 3
+PUBLISH_MIN_SESSIONS = 5  # a habit recurs across sessions: fewer is one piece of work
 USER_SCOPE_MIN_PROJECTS = 3
 # Not in DESIGN (a decision): a synthesis publishes only while its habit is what is done most of
 # the time; "T, except when C" where C covers most of the evidence is not a habit with an

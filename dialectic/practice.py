@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dialectic import maths
+from dialectic import maths, roles
 
 COMMAND_RE = re.compile(r"`([^`]+)`")
 OPERATORS = frozenset({"|", "&&", "||", ";"})
@@ -42,6 +42,12 @@ LOOKING = ROUTINE
 ADHOC_RE = re.compile(r"(?:^|\s)-[ce] <(?:code|text)>|<code>")
 # A file pattern (`*.py`, `.py files`) or a backticked command or flag: a concrete practice.
 PATTERN_RE = re.compile(r"(\*\.\w+|\.\w{1,6} files?\b)")
+# A path cut to its first part where that part was no folder of the project: home (`~/`), a
+# scoped package (`@biomejs/`) or a host (`github.com/`).
+CUT_PATH_RE = re.compile(r"^(?:~|@[\w.-]*|[\w-]+(?:\.[\w-]+)+)/$")
+PLACEHOLDER_RE = re.compile(r"^(?:<\w+>|\w+=<v>|-[\w-]+=<v>)$")
+# Subcommands that run a task named after them (`mise run <arg>`: the task was the meaning).
+TASK_SUBCOMMANDS = frozenset({"run", "exec", "x", "task", "dlx"})
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,7 @@ def common_command(commands: Sequence[str]) -> str:
         words.append("<path>" if paths * 2 >= len(named) else "<arg>")
     # ... and the command most of them chain after it (`&& git commit`).
     chained = Counter(
-        " ".join(r[i + 1 : i + 3])
+        main_program(" ".join(_first_command(r[i + 1 :]))) or " ".join(r[i + 1 : i + 3])
         for r in group
         for i in [next((k for k, w in enumerate(r) if k >= len(words) - 1 and w == "&&"), -1)]
         if i >= 0
@@ -128,6 +134,32 @@ def literal(command: str) -> bool:
     only placeholders (`node <path>/*.cjs <arg>` names nothing)."""
     words = [w for w in command.split(" ") if w and w not in OPERATORS]
     return any(not w.startswith("<") and "=<" not in w[:2] for w in words[1:])
+
+
+def swallowed(command: str) -> bool:
+    """Whether the placeholders swallowed what the command does: a path cut to `~/`,
+    `github.com/` or `@scope/`, a name cut at its slash as a flag's value (`--repo owner/`),
+    the subcommand, script or target itself a placeholder (`cargo <arg>`, `mise run <arg>`,
+    `pnpm --filter <v> <arg>`), or a line that is mostly placeholders."""
+    words = [w for w in command.split(" ") if w]
+    for n, word in enumerate(words):
+        if CUT_PATH_RE.match(word):
+            return True
+        bare = word.endswith("/") and "/" not in word[:-1] and not word.startswith("<")
+        if bare and n and words[n - 1].startswith("-") and "=" not in words[n - 1]:
+            return True
+    first = re.split(r"\s(?:&&|\|\||;|\|)\s", command, maxsplit=1)[0]
+    head = [w for w in first.split(" ") if w and not (w[0].isupper() and "=<" in w)]
+    program = main_program(" ".join(head))
+    if program:
+        rest = head[len(program.split(" ")) :]
+        runs_task = len(program.split(" ")) == 1 or program.split(" ")[-1] in TASK_SUBCOMMANDS
+        named = [w for k, w in enumerate(rest) if not w.startswith("-") and not (
+            w == "<v>" and k and rest[k - 1].startswith("-"))]  # fmt: skip
+        if runs_task and named and named[0] == "<arg>":
+            return True
+    placeholders = sum(1 for w in words if PLACEHOLDER_RE.match(w))
+    return len(words) >= 3 and placeholders * 5 > len(words) * 3
 
 
 def main_program(command: str) -> str:
@@ -170,31 +202,79 @@ def step_phrase(text: str) -> str:
 @dataclass(frozen=True)
 class Practice:
     """A cluster's practice: the command (Bash) or the kind of file work, what usually comes
-    just before it, and whether most runs failed."""
+    just before it, whether most runs failed, the command's role (`dialectic.roles`) and
+    whether the step before it was a failed command it answers (failure → fix)."""
 
     tool: str
     command: str  # the common command, "" for other tools
     before: str  # the step most runs follow ("" when none dominates)
     failing: bool
+    role: str = ""  # test, lint, format, ... ("" when the command plays none)
+    after_failure: bool = False  # `before` is a command that had just failed
+
+    @property
+    def occasion(self) -> str:
+        """When the command is run, as the cluster shows it: "role" (the project's way to do
+        a job), "precondition" (a step chained before another: `source .venv/bin/activate &&
+        python`, `git add <path> && git commit`), "fix" (run when another command failed), or
+        "" when the cluster shows no occasion."""
+        if self.role:
+            return "role"
+        if self.after_failure and self.before:
+            return "fix"
+        parts = [p.strip() for p in self.command.split(" && ")]
+        if self.command.startswith(("source ", ". ")):
+            return "precondition"
+        if len(parts) >= 2 and not only_looks(parts[0]):
+            programs = {main_program(p) for p in parts}
+            if len(programs) == len(parts) and all(programs):
+                return "precondition"
+        return ""
 
     @property
     def publishable(self) -> bool:
-        """A command that does something and names more than its program (not only looks,
-        not ad hoc code, not a failure to fix), or a routine one with a distinct step before
-        it; other tools' work is a place, not a practice, on its own."""
+        """A command that does something, names more than its program and keeps its meaning
+        (not only looks, not ad hoc code, not a failure on its own, placeholders did not
+        swallow it), with an occasion: its role, a precondition, or a fix. A command with no
+        role and no occasion (`git stash`, `gh pr diff <n>`) says nothing of when to run it;
+        other tools' work is a place, not a practice, on its own."""
         if not self.command or not literal(self.command) or self.failing:
+            return False
+        if ADHOC_RE.search(self.command) or swallowed(self.command):
+            return False
+        if self.before.startswith("`") and swallowed(self.before.strip("`")):
+            return False
+        if only_looks(self.command.split(" && ")[0]):
+            return False  # looking is no practice, whatever comes before it
+        return bool(self.occasion)
+
+    @property
+    def workflow_ok(self) -> bool:
+        """Whether the command may stand as a step of a longer workflow: it keeps its meaning,
+        and has a role or an occasion (a failing test run read and fixed is a workflow)."""
+        if not self.command:
+            return True
+        if not literal(self.command) or swallowed(self.command):
             return False
         if ADHOC_RE.search(self.command):
             return False
-        return bool(self.before) or not only_looks(self.command)
+        return bool(self.role) or (self.occasion != "" and not self.failing)
 
     def sentence(self) -> str:
         if not self.command:
             return ""
         if self.failing:
             return f"When `{self.command}` fails, fix the cause and run it again."
+        if self.role:
+            said = roles.role_sentence(self.command, self.role).removesuffix(".")
+            return f"{said} after {self.before}." if self.before else f"{said}."
+        if self.after_failure and self.before:
+            return f"When {self.before} fails, run `{self.command}`."
         if self.command.startswith(("source ", ". ")) and "&&" not in self.command:
             return f"Start commands with `{self.command} && …`."
+        if self.occasion == "precondition":
+            first, _, rest = self.command.partition(" && ")
+            return f"Run `{first}` before `{rest}`."
         if self.before:
             return f"Run `{self.command}` after {self.before}."
         return f"Run `{self.command}`."
@@ -209,6 +289,7 @@ def practice_of(members: Sequence[Member]) -> Practice:
     failing = sum(failed(m.text) for m in own) * 2 > len(own) if own else False
     befores = Counter(step_phrase(m.previous) for m in own if m.previous)
     before = ""
+    after_failure = False
     if befores:
         phrase, n = befores.most_common(1)[0]
         mine = f"`{command}`" if command else ""
@@ -216,7 +297,18 @@ def practice_of(members: Sequence[Member]) -> Practice:
         distinct = phrase != mine and (not theirs or theirs != main_program(command))
         if n >= SHARE_BEFORE * len(own) and distinct:
             before = phrase
-    return Practice(tool=tool, command=command, before=before, failing=failing)
+            fails = sum(1 for m in own if m.previous and step_phrase(m.previous) == phrase
+                        and failed(m.previous))  # fmt: skip
+            after_failure = bool(theirs) and fails * 2 > n
+    role = roles.command_role(command) if command else ""
+    return Practice(
+        tool=tool,
+        command=command,
+        before=before,
+        failing=failing,
+        role=role,
+        after_failure=after_failure,
+    )
 
 
 def steps_text(sequence: Sequence[str], joiner: str = " → ") -> str:
@@ -229,6 +321,24 @@ def steps_text(sequence: Sequence[str], joiner: str = " → ") -> str:
         else:
             runs.append([tool, 1])
     return joiner.join(f"{t} ({n} times)" if n > 1 else str(t) for t, n in runs)
+
+
+def project_command(statement: str) -> str:
+    """The command of a statement when it is a project's own: its way of doing a job (it has
+    a role: tests, lint, format, type-check, build, install, generate, docs) or it names the
+    project's files (`git add cmd/*.go`), else ""."""
+    for command in COMMAND_RE.findall(statement):
+        if roles.command_role(command) or any(_project_path(w) for w in command.split(" ")):
+            return command
+    return ""
+
+
+def _project_path(word: str) -> bool:
+    """A folder or file pattern of the project (`cmd/*.go`, `.planning/`), not a placeholder,
+    a place outside it (`<path>/…`, `~/…`, `/tmp/…`) or an operator."""
+    if word.startswith(("<", "~", "/", "-")) or "=" in word:
+        return False
+    return "/" in word or bool(re.match(r"^\*\.\w+$", word))
 
 
 def names_practice(statement: str) -> bool:

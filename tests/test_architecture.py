@@ -57,6 +57,7 @@ PURE_MODULES = [
     "dialectic.render",
     "dialectic.observe",
     "dialectic.practice",
+    "dialectic.roles",
     "memory.integrations.artifact_sync",
 ]
 

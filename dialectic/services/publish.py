@@ -14,7 +14,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from dialectic import maths, render
+from dialectic import maths, practice, render
 from dialectic.models import Artifact, ArtifactVersion, Synthesis, Thesis, Trace
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.models import ReviewItem
@@ -43,7 +43,12 @@ def publishable(synthesis: Synthesis) -> bool:
 
 
 def target_scope(synthesis: Synthesis) -> str:
-    """User scope when the lesson was seen in >= 3 projects, else the synthesis's scope."""
+    """User scope when the lesson was seen in >= 3 projects, else the synthesis's scope. A
+    project's own command (the way it runs tests, lints, builds: a command with a role) stays
+    in its project's scope however many projects share it: another project does that job its
+    own way."""
+    if practice.project_command(synthesis.statement):
+        return synthesis.scope
     if len(synthesis.projects or []) >= maths.USER_SCOPE_MIN_PROJECTS:
         return USER_SCOPE
     return synthesis.scope

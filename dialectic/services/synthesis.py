@@ -97,8 +97,7 @@ def _habit_sentence(thesis: Thesis, label: str, found: practice.Practice | None 
     sequence = list(thesis.expected_sequence)
     tools = list(dict.fromkeys(sequence))
     command = found.command if found is not None else ""
-    reading = sum(1 for t in sequence if t in ("Read", "Grep", "Glob", "LS"))
-    if reading >= max(3, len(sequence) - 1):
+    if _is_survey(sequence):
         return (
             f"Prefer a broad survey before going deep on {label}: search and read several "
             "related files before editing any of them."
@@ -239,14 +238,29 @@ def synthesis_llm(
     return SynthesisText(statement, condition, chosen, PRODUCER_LLM)
 
 
+def _is_survey(sequence: Sequence[str]) -> bool:
+    """A habit of reading and searching before going deep (the breadth-first survey)."""
+    reading = sum(1 for t in sequence if t in ("Read", "Grep", "Glob", "LS"))
+    return reading >= max(3, len(sequence) - 1)
+
+
 def _no_practice(thesis: Thesis, draft: SynthesisText, found: practice.Practice) -> str:
     """Why a synthesis would not be worth proposing ("" when it is): its statement names no
-    concrete practice, or its habit is one repeated command that only looks (`ls`, `git log`)."""
+    concrete practice; its command plays no role and shows no occasion (or its placeholders
+    swallowed what it does); or, with no command, its habit is an order of tool names in a
+    place rather than a practice (a survey before editing is one)."""
     text = draft.statement + (f" Except when {draft.condition}." if draft.condition else "")
     if not practice.names_practice(text):
         return "names no concrete practice"
-    if maths.is_one_tool(thesis.expected_sequence) and not found.publishable:
-        return f"`{found.command or thesis.expected_sequence[0]}` only looks, no practice"
+    sequence = list(thesis.expected_sequence)
+    if found.command:
+        if maths.is_one_tool(sequence) and not found.publishable:
+            return f"`{found.command}` has no role or occasion, or only looks: no practice"
+        if not found.workflow_ok:
+            return f"`{found.command}` has no role or occasion: no practice to follow"
+        return ""
+    if not _is_survey(sequence):
+        return "an order of tool names in a place, no practice"
     return ""
 
 
@@ -264,9 +278,12 @@ def _families(theses: Sequence[Thesis]) -> dict[int, list[Thesis]]:
     """Theses of one owner with the same habit in 3 or more scopes (projects), centroids close
     (cosine > 0.75): one lesson seen across projects, whose evidence counts together and whose
     synthesis is proposed for the user scope."""
-    groups: dict[tuple[int, tuple[str, ...]], list[Thesis]] = defaultdict(list)
+    groups: dict[tuple[int, tuple[str, ...], str], list[Thesis]] = defaultdict(list)
     for thesis in theses:
-        groups[(thesis.owner_id, tuple(thesis.expected_sequence))].append(thesis)
+        # One practice: the same habit, and the same command when it names one (`bun run
+        # lint` and `mise run lint` are two projects' ways, not one lesson).
+        command = practice.command_in(thesis.statement)
+        groups[(thesis.owner_id, tuple(thesis.expected_sequence), command)].append(thesis)
     families: dict[int, list[Thesis]] = {}
     for members in groups.values():
         if len({t.scope for t in members}) < maths.USER_SCOPE_MIN_PROJECTS:
@@ -321,6 +338,26 @@ def syntheses_make(
             .values_list("observation_id", "observed_at", "features", "project", "against")
             if not family_ids.intersection(row[4] or [])
         ]
+        found = practice.practice_of(
+            practice_members(list(Trace.objects.filter(cluster_id=thesis.cluster_id)))
+        )
+        # A project's command run again and again in no fixed order of work (`mise run test`
+        # after edits, reads or greps): the habit is the command, not the order. Its evidence
+        # is the cluster's runs of that command; other commands in the cluster are against it.
+        against_count = sum(r.count for r in anti_rows)
+        command_habit = (
+            bool(found.role)
+            and found.publishable
+            and (
+                maths.is_one_tool(thesis.expected_sequence)
+                or len(support_rows)
+                < maths.PUBLISH_MIN_SUPPORT_SHARE * (len(support_rows) + against_count)
+            )
+        )
+        against_f: list[frozenset[tuple[str, str]]] = []
+        if command_habit:
+            support_rows, against_f = _command_runs(family, found.command)
+            anti_rows = []
         if len(family) > 1:
             confidence = maths.thesis_confidence(
                 sum(t.size for t in family), min(t.cohesion for t in family)
@@ -333,16 +370,15 @@ def syntheses_make(
         )
         triggered = maths.synthesis_triggered(weight, confidence)
         if not triggered and (
-            confidence < maths.PUBLISH_MIN_CONFIDENCE or _subsumed(thesis, active)
+            confidence < maths.PUBLISH_MIN_CONFIDENCE
+            or (not command_habit and _subsumed(thesis, active))
         ):
             continue
         key = _evidence_key(family, [(r.pk, r.count) for r in anti_rows], triggered)
         if Synthesis.objects.filter(thesis=thesis, evidence_key=key).exists():
             continue
-        against_f = antitheses.variants_of(anti_rows)
-        found = practice.practice_of(
-            practice_members(list(Trace.objects.filter(cluster_id=thesis.cluster_id)))
-        )
+        if not command_habit:
+            against_f = antitheses.variants_of(anti_rows)
         support_f = [frozenset((str(k), str(v)) for k, v in row[2]) for row in support_rows]
         if triggered:
             try:
@@ -351,17 +387,24 @@ def syntheses_make(
                 draft = synthesis_fallback(thesis, against_f, support_f, anti_rows, found)
         else:
             draft = SynthesisText(
-                _habit_sentence(thesis, thesis.cluster.label or "this kind of work", found),
+                found.sentence()
+                if command_habit
+                else _habit_sentence(thesis, thesis.cluster.label or "this kind of work", found),
                 "",
                 (),
                 PRODUCER_HEURISTIC,
             )
-        reason = _no_practice(thesis, draft, found)
+        reason = "" if command_habit else _no_practice(thesis, draft, found)
         if reason:
             if counts is not None:
                 counts.details.append(f"thesis {thesis.pk}: {reason}: not proposed")
             continue
         quality = _quality(draft.features, against_f, support_f)
+        # A project's own command seen in several projects' scopes is proposed for the one
+        # where most of it was seen, never for every project (publish.target_scope).
+        scope = thesis.scope
+        if len(family) > 1 and practice.project_command(draft.statement):
+            scope = max(family, key=lambda t: (t.size, -t.pk)).scope
         projects = sorted(
             {row[3] for row in support_rows if row[3]} | {p for r in anti_rows for p in r.projects}
         )
@@ -371,7 +414,7 @@ def syntheses_make(
                 evidence_key=key,
                 defaults={
                     "owner_id": thesis.owner_id,
-                    "scope": thesis.scope,
+                    "scope": scope,
                     "statement": draft.statement,
                     "condition": draft.condition,
                     "features": [list(f) for f in draft.features],
@@ -407,6 +450,14 @@ def syntheses_make(
         if counts is not None:
             counts.accepted += 1
         output_decide(synthesis=synthesis, thesis=thesis)
+        sessions = set().union(*(_sessions(t) for t in family))
+        if len(sessions) < maths.PUBLISH_MIN_SESSIONS:
+            if counts is not None:
+                counts.details.append(
+                    f"synthesis {synthesis.pk}: seen in {len(sessions)} sessions (fewer than "
+                    f"{maths.PUBLISH_MIN_SESSIONS}): a one-off, held"
+                )
+            continue
         same = (synthesis.scope, practice.main_program(found.command)) if found.command else None
         if same is not None and same in proposed:
             if counts is not None:
@@ -421,6 +472,27 @@ def syntheses_make(
             if counts is not None:
                 counts.reviews += 1
     return made
+
+
+def _command_runs(
+    family: Sequence[Thesis], command: str
+) -> tuple[list[tuple[Any, ...]], list[frozenset[tuple[str, str]]]]:
+    """The family's shell runs of a command practice (rows as the support rows) and the
+    feature sets of its other shell runs (against it)."""
+    program = practice.main_program(command)
+    runs: list[tuple[Any, ...]] = []
+    others: list[frozenset[tuple[str, str]]] = []
+    rows = (
+        Trace.objects.filter(cluster_id__in=[t.cluster_id for t in family], tool="Bash")
+        .order_by("observation_id")
+        .values_list("observation_id", "observed_at", "features", "project", "against", "text")
+    )
+    for row in rows:
+        if practice.main_program(practice.command_in(row[5])) == program:
+            runs.append(row[:5])
+        else:
+            others.append(frozenset((str(k), str(v)) for k, v in row[2]))
+    return runs, others
 
 
 def _proposed_practices(owner: Any | None) -> dict[tuple[str, str], int]:

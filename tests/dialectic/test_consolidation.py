@@ -299,3 +299,52 @@ def test_a_synthesis_naming_no_concrete_practice_is_never_written(
     counts = stages.consolidate(owner=owner)
     assert not Synthesis.objects.filter(producer="llm").exists()
     assert any("names no concrete practice: not proposed" in d for d in counts.details)
+
+
+def _edits_then(command: str, n: int) -> list[tuple[str, dict[str, Any], bool]]:
+    """Work in varying order before a command: reads, greps and edits, then the command."""
+    orders = [["Read", "Edit"], ["Grep", "Read", "Edit", "Edit"], ["Edit"], ["Read", "Grep"]]
+    calls: list[tuple[str, dict[str, Any], bool]] = []
+    for tool in orders[n % len(orders)]:
+        if tool == "Grep":
+            calls.append(("Grep", {"pattern": "def run", "path": "src"}, True))
+        elif tool == "Read":
+            calls.append(("Read", {"file_path": f"src/mod{n}.py"}, True))
+        else:
+            calls.append(("Edit", {"file_path": f"src/mod{n}.py", "old_string": "a"}, True))
+    return [*calls, ("Bash", {"command": command}, True)]
+
+
+def test_a_project_command_run_in_no_fixed_order_is_proposed_with_its_role(owner: Any) -> None:
+    for n in range(12):
+        replay(owner, _edits_then("mise run test", n))
+    counts = stages.consolidate(owner=owner)
+    proposed = Synthesis.objects.filter(state=Synthesis.State.REVIEW)
+    assert [s.statement for s in proposed] == [
+        "Run tests with `mise run test` after editing .py files in src."
+    ], counts.details
+    item = ReviewItem.objects.get(pk=proposed[0].review_item_id)
+    assert item.payload["scope"] == "project:shop"
+
+
+def test_a_command_with_no_role_or_occasion_is_not_proposed(owner: Any) -> None:
+    for n in range(12):
+        replay(owner, _edits_then("git stash", n))
+    stages.consolidate(owner=owner)
+    assert not Synthesis.objects.filter(state=Synthesis.State.REVIEW).exists()
+
+
+def test_a_project_command_seen_in_3_projects_stays_in_a_project_scope(owner: Any) -> None:
+    for n in range(15):
+        project = ("shop", "blog", "wiki")[n % 3]
+        replay(
+            owner,
+            [("Bash", {"command": "bun run lint"}, True)] * 3,
+            cwd=f"/home/alice/{project}",
+            scope=f"project:{project}",
+        )
+    stages.consolidate(owner=owner)
+    (synthesis,) = Synthesis.objects.filter(state=Synthesis.State.REVIEW)
+    assert synthesis.statement == "Lint with `bun run lint`."
+    item = ReviewItem.objects.get(pk=synthesis.review_item_id)
+    assert item.payload["scope"].startswith("project:")
