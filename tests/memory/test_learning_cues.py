@@ -608,3 +608,11 @@ def test_a_task_about_the_code_at_hand_is_not_a_convention(prompt: str, kept: bo
 def test_a_rule_with_a_pronoun_beside_what_it_names_is_kept() -> None:
     assert [d.tier for d in L.extract("We don't commit the generated fixtures.")] == ["A"]
     assert [d.tier for d in L.extract("Always run it through black before you commit.")] == ["A"]
+
+
+def test_words_quoted_from_the_agent_are_not_the_persons_rule() -> None:
+    quoted = "Looking at your change, it has: # we never commit the cache dir\nthat is wrong."
+    assert L.extract(quoted) == []
+    # The person's own rule after the quote is kept.
+    kept = L.extract("You wrote: never retry. From now on, always retry twice.")
+    assert [d.statement for d in kept] == ["Always retry twice."]

@@ -109,6 +109,14 @@ _PASTE_INTRO = re.compile(
     r"message|response|result|results|trace|stack\s*trace)\b)[^:\n]{0,60}:\s*$",
     re.I,
 )
+# Words quoted inline from what the agent (or a file, a diff) says: "it has: # Note: we don't
+# commit it", "you wrote: always retry". The quote is theirs, not the person's rule.
+_INLINE_QUOTE = re.compile(
+    r"(\b(?:it|you|this|that|the\s+(?:code|file|comment|diff|commit|change|output|message|docs?|"
+    r"readme|script|test|function))\s+(?:now\s+)?(?:has|have|had|wrote|added|says|said|reads|"
+    r"shows|contains|put|left)\s*:)[ \t]*\S[^\n]*?(?:[.!?](?=[ \t]+[A-Z])|$)",
+    re.I | re.M,
+)
 _RULE_INTRO = re.compile(
     r"\b(?:rules?|guidelines?|conventions?|always|never|from\s+now\s+on)\b", re.I
 )
@@ -159,6 +167,8 @@ def prose(text: str) -> str:
     if is_machine_text(text):
         return ""
     text = _FENCE.sub("\n", _WRAPPERS.sub("\n", text).translate(_TYPOGRAPHY))
+    if ":" in text:
+        text = _INLINE_QUOTE.sub("", text)
     if "\n" not in text:  # one line: nothing pasted under an introduction, nothing wrapped
         return "" if _is_code_line(text) or _FINDING.search(text) else text
     text = _without_pasted(text)
