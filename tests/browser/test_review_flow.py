@@ -61,13 +61,13 @@ def test_the_overview_the_badge_and_the_review_page_agree(
     on_review = shown_counts(page)
     assert overview == on_review == {review.open_count(owner=owner)} == {10}
     # Deciding one moves every count on the page together (the badge is swapped out of band).
-    first = page.locator("[data-review-item]").first
+    # One of the batch is a calibration item (not counted) at a place seeded by the owner's id:
+    # decide one of the candidates.
+    first = page.locator("[data-review-item]", has_text="Candidate lesson number").first
     first.get_by_role("button", name="Defer").click()
     page.locator(".review-item.decided").first.wait_for()
-    # The badge is swapped in the same response; a loaded machine may take a while to settle.
     page.wait_for_function(
-        "(document.querySelector('#review-badge .badge') || {}).textContent?.trim() == '9'",
-        timeout=30_000,
+        "(document.querySelector('#review-badge .badge') || {}).textContent?.trim() == '9'"
     )
     assert shown_counts(page) == {9}
     page.goto("/")
