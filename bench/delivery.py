@@ -7,10 +7,11 @@ when present, the real transcripts' labelled prompts (/work/data/transcripts/lab
 folder a project, each file a session). Per corpus it prints:
 - injected characters per UserPromptSubmit (mean, p95) and the share of prompts with any;
 - the SessionStart brief's characters (mean over sessions);
-- for every labelled rule prompt whose rule matches an engram captured before it (two or more
-  shared salient terms covering at least half of the rule's, `memory.maths.delivery.terms`),
-  whether that engram reached the agent in that session (the brief or a prompt, up to and
-  including this one).
+- for every labelled rule prompt whose rule matches an engram captured in an earlier session (two
+  or more shared salient terms covering at least half of the rule's, `memory.maths.delivery.terms`;
+  a rule captured earlier in the same session is in the agent's conversation already), whether
+  that engram reached the agent in that session (the brief or a prompt, up to and including this
+  one).
 Then SessionStart / UserPromptSubmit / PreToolUse latency (p50/p95, Django test client, full
 stack in-process) over N engrams (default 1,000: cursorrules bullets plus the captured rules).
 
@@ -169,15 +170,20 @@ def replay(name: str, sessions: list[tuple[str, str, list[dict[str, Any]]]]) -> 
     started = time.perf_counter()
     for cwd, session, prompts in sessions:
         seen: set[str] = set()
+        # Rules captured earlier in this same session are in the agent's conversation already
+        # (the person typed them minutes ago): only rules from earlier sessions count.
+        earlier = set(
+            Engram.objects.filter(owner=owner, status="active").values_list("engram_id", flat=True)
+        )
         brief = hook(client, "SessionStart", session, cwd, source="startup")
         brief_chars.append(len(brief))
         seen.update(ids_in(brief))
         for prompt in prompts:
             before = (
                 list(
-                    Engram.objects.filter(owner=owner, status="active").values_list(
-                        "engram_id", "statement"
-                    )
+                    Engram.objects.filter(
+                        owner=owner, status="active", engram_id__in=earlier
+                    ).values_list("engram_id", "statement")
                 )
                 if prompt["rule"]
                 else []
