@@ -15,10 +15,10 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from memory.maths import neighbours
 from memory.models import EMBEDDING_DIM, Engram
+from memory.search import caches
 from memory.search.dense_sqlite import (
     _db_key,
     _dense_sqlite,
-    _large_scopes,
 )
 from memory.search.filters import (
     Filter,
@@ -198,10 +198,10 @@ def _dense_pg(
     )
     # A scope counted large within N_CACHE_SECONDS goes straight to HNSW: the count and the
     # planning of the branch that would not run cost more than the HNSW scan itself (~1.4 ms
-    # of ~3.5 at 10,000 engrams). Rows are only ever deleted from a scope, rarely, so the
-    # count it remembers is as good as a new one.
+    # of ~3.5 at 10,000 engrams). A large scope only grows (deletions are rare), so the count
+    # it remembers stays true; one that shrank keeps HNSW for at most N_CACHE_SECONDS.
     key = (_db_key(connection), flt.owner_id, flt.scopes, flt.scope_patterns)
-    large = _large_scopes.get(key, 0.0) > time.monotonic()
+    large = caches.large_scopes.get(key, 0.0) > time.monotonic()
     with connection.cursor() as cursor:
         # One round trip on the hot path: PostgreSQL runs a multi-statement query as one
         # transaction (or inside the caller's), so the settings hold for this search only and
@@ -220,7 +220,7 @@ def _dense_pg(
             rows = [(pk, distance) for pk, distance, _ in found if pk is not None]
             counted = next(count for pk, _, count in found if pk is None)
             if counted > EXACT_SCOPE_ROWS:
-                _large_scopes[key] = time.monotonic() + N_CACHE_SECONDS
+                caches.large_scopes[key] = time.monotonic() + N_CACHE_SECONDS
         if len(rows) < limit and counted > EXACT_SCOPE_ROWS:
             # Fewer than k from HNSW: its scan stopped at hnsw.max_scan_tuples before k rows
             # passed the filter. The exact query settles it.

@@ -15,6 +15,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from memory.maths import neighbours
 from memory.models import EMBEDDING_DIM
+from memory.search import caches
 from memory.search.filters import (
     Filter,
 )
@@ -145,12 +146,6 @@ def _scope_ok(flt: Filter, scope: str) -> bool:
 
 
 _indexes: dict[tuple[str, int], _OwnerIndex] = {}
-_n_cache: dict[tuple[Any, ...], tuple[float, float]] = {}  # key -> (rows, expires at)
-# db key -> ({lexeme: frequency among rows} from pg_stats, expires at): the lexical leg's
-# estimated document frequencies on PostgreSQL, read once per N_CACHE_SECONDS.
-_mce_cache: dict[str, tuple[dict[str, float], float]] = {}
-# Scopes the dense leg on PostgreSQL counted above its exact-comparison size: key -> expires at.
-_large_scopes: dict[tuple[Any, ...], float] = {}
 _indexes_lock = threading.Lock()
 _ensured: set[str] = set()
 _ROW_COLUMNS = "id, embedding, scope, status, valid_from, valid_until"
@@ -260,6 +255,4 @@ def dense_index_clear() -> None:
     with _indexes_lock:
         _indexes.clear()
         _ensured.clear()
-        _n_cache.clear()
-        _mce_cache.clear()
-        _large_scopes.clear()
+        caches.clear()

@@ -11,7 +11,8 @@ from typing import Any
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from memory.search.dense_sqlite import _db_key, _mce_cache, _n_cache, sqlite_index_ensure
+from memory.search import caches
+from memory.search.dense_sqlite import _db_key, sqlite_index_ensure
 from memory.search.filters import (
     Filter,
     _clamp_limit,
@@ -88,7 +89,7 @@ def _common_lexemes(connection: BaseDatabaseWrapper) -> dict[str, float]:
     every prompt. The shares are widened to float8 in the database, so share x N here is the
     same double the database computed before."""
     key = _db_key(connection)
-    cached = _mce_cache.get(key)
+    cached = caches.common_lexemes.get(key)
     if cached is not None and cached[1] > time.monotonic():
         return cached[0]
     with connection.cursor() as cursor:
@@ -102,7 +103,7 @@ def _common_lexemes(connection: BaseDatabaseWrapper) -> dict[str, float]:
     if row is not None and row[0] is not None and row[1] is not None:
         # The shares end with three more numbers (min, max, null share): zip stops before them.
         shares = dict(zip(row[0], row[1], strict=False))
-    _mce_cache[key] = (shares, time.monotonic() + N_CACHE_SECONDS)
+    caches.common_lexemes[key] = (shares, time.monotonic() + N_CACHE_SECONDS)
     return shares
 
 
@@ -122,7 +123,7 @@ def _lexical_pg(
 ) -> list[tuple[int, float]]:
     where, wparams = where_clause("e", flt, connection)
     key = _n_key(connection, flt)
-    cached = _n_cache.get(key)
+    cached = caches.n_rows.get(key)
     estimated = cached is not None and cached[1] > time.monotonic()
     # Exact document frequency of one term inside the filter, counted up to DF_CAP.
     exact_df = (
@@ -201,7 +202,7 @@ def _lexical_pg(
         rows = cursor.fetchall()
     if not estimated and rows and rows[0][2] >= N_CACHE_MIN:
         # Large stores: the row count moves slowly and only scales idf, so it is reused briefly.
-        _n_cache[key] = (float(rows[0][2]), time.monotonic() + N_CACHE_SECONDS)
+        caches.n_rows[key] = (float(rows[0][2]), time.monotonic() + N_CACHE_SECONDS)
     return [(int(pk), float(score)) for pk, score, _ in rows]
 
 

@@ -8,6 +8,7 @@ import pytest
 from django.db import connection, transaction
 
 from memory.models import EMBEDDING_DIM, Engram
+from memory.search import caches
 from memory.search import dense as dense_leg
 from memory.search import legs as search
 from memory.search import lexical as lexical_leg
@@ -419,7 +420,7 @@ def test_lexical_on_a_large_store_uses_planner_statistics_with_the_same_ranking(
 
     exact = search.lexical(owner, query, limit=20)
     key = lexical_leg._n_key(connection, search.make_filter(owner))
-    lexical_leg._n_cache[key] = (600.0, float("inf"))
+    caches.n_rows[key] = (600.0, float("inf"))
     estimated = search.lexical(owner, query, limit=20)
 
     assert [pk for pk, _ in estimated] == [pk for pk, _ in exact]
