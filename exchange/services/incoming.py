@@ -98,7 +98,7 @@ class ImportResult:
         }
 
 
-def _reason(
+def reason_of(
     gate: str, message: str, details: Mapping[str, object] | None = None, **extra: str
 ) -> dict[str, object]:
     out: dict[str, object] = {"gate": gate, **extra, "message": message}
@@ -107,10 +107,10 @@ def _reason(
     return out
 
 
-def _refused(
+def refused(
     gate: str, message: str, details: Mapping[str, object] | None = None, packet_id: str = ""
 ) -> ImportResult:
-    return ImportResult(REJECTED, [_reason(gate, message, details)], [], packet_id)
+    return ImportResult(REJECTED, [reason_of(gate, message, details)], [], packet_id)
 
 
 # --- the gates ------------------------------------------------------------------------------
@@ -162,7 +162,7 @@ def _seen(owner: Any, packet_id: str, digest: str, *, exclude_pk: int | None = N
 
 
 def _replay(packet_id: str) -> ImportResult:
-    return _refused(
+    return refused(
         "replay",
         f"packet {packet_id} (or one with the same digest) was received before",
         {"packet_id": packet_id},
@@ -178,7 +178,7 @@ def packet_import(
     try:
         data = packet_format.parse_packet(raw)
     except PacketError as exc:
-        return _refused(exc.gate, exc.message, exc.details)
+        return refused(exc.gate, exc.message, exc.details)
     packet_id = str(data["id"])
     sender: dict[str, Any] = data["sender"]  # type: ignore[assignment]
     key_id = sender["key_id"]
@@ -188,7 +188,7 @@ def packet_import(
         # pass the source cap on the same count.
         peer = Peer.objects.select_for_update().filter(owner=owner, key_id=key_id).first()
         if peer is not None and peer.is_blocked:
-            return _refused(
+            return refused(
                 "trusted_key",
                 f"key {key_id} was {peer.state} by a person",
                 {"key_id": key_id, "state": peer.state},
@@ -232,12 +232,12 @@ def packet_import(
             peer.save(update_fields=["name"])
         if pending:
             return _quarantine(owner=owner, packet=packet, data=data)
-        return _process(owner=owner, packet=packet, data=data, actor=actor, now=now)
+        return gates_run(owner=owner, packet=packet, data=data, actor=actor, now=now)
 
 
 def _quarantine(*, owner: Any, packet: Packet, data: Mapping[str, Any]) -> ImportResult:
     """Hold a packet from an undecided key; its items wait as `pending`."""
-    reason = _reason(
+    reason = reason_of(
         "trusted_key",
         f"key {packet.key_id} is not trusted yet; the packet waits in quarantine until a person "
         "trusts or rejects the key",
@@ -261,7 +261,7 @@ def _quarantine(*, owner: Any, packet: Packet, data: Mapping[str, Any]) -> Impor
     return ImportResult(QUARANTINED, [reason], items, packet.packet_id, packet)
 
 
-def _process(
+def gates_run(
     *, owner: Any, packet: Packet, data: Mapping[str, Any], actor: str, now: datetime
 ) -> ImportResult:
     """The gates after replay (clock, scan, fitness, source cap, duplicate) for a stored packet.
@@ -283,7 +283,7 @@ def _process(
 
     clock = packet_format.check_clock(packet.created_at, packet.received_at)
     if clock is not None:
-        reason = _reason(
+        reason = reason_of(
             "clock",
             clock,
             {"created_at": data["created_at"], "received_at": packet.received_at.isoformat()},
@@ -292,7 +292,7 @@ def _process(
             outcomes[index] = ItemOutcome(
                 abstract["id"], REJECTED, "clock", "the packet failed the clock gate"
             )
-        return _finish(owner, packet, abstracts, outcomes, engrams, scores, [reason], now)
+        return result_store(owner, packet, abstracts, outcomes, engrams, scores, [reason], now)
 
     for index, abstract in enumerate(abstracts):
         try:
@@ -378,14 +378,14 @@ def _process(
         )
         engrams[index] = local
     reasons = [
-        _reason(outcome.gate, outcome.reason, item=outcome.id)
+        reason_of(outcome.gate, outcome.reason, item=outcome.id)
         for outcome in outcomes
         if outcome is not None and outcome.result == REJECTED
     ]
-    return _finish(owner, packet, abstracts, outcomes, engrams, scores, reasons, now)
+    return result_store(owner, packet, abstracts, outcomes, engrams, scores, reasons, now)
 
 
-def _finish(
+def result_store(
     owner: Any,
     packet: Packet,
     abstracts: Sequence[Mapping[str, Any]],

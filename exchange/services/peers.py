@@ -24,10 +24,10 @@ from exchange.services.incoming import (
     MAX_NAME_CHARS,
     ImportResult,
     InvalidState,
-    _finish,
-    _process,
-    _reason,
-    _refused,
+    gates_run,
+    reason_of,
+    refused,
+    result_store,
 )
 from memory.errors import Conflict
 from memory.models import Engram, Event
@@ -70,10 +70,10 @@ def peer_trust(
             try:
                 data = packet_format.parse_packet(packet.raw.encode("utf-8"))
             except PacketError as exc:
-                _finish(owner, packet, [], [], [], [], [_reason(exc.gate, exc.message)], now)
-                results.append(_refused(exc.gate, exc.message, packet_id=packet.packet_id))
+                result_store(owner, packet, [], [], [], [], [reason_of(exc.gate, exc.message)], now)
+                results.append(refused(exc.gate, exc.message, packet_id=packet.packet_id))
                 continue
-            results.append(_process(owner=owner, packet=packet, data=data, actor=actor, now=now))
+            results.append(gates_run(owner=owner, packet=packet, data=data, actor=actor, now=now))
         for item in PacketItem.objects.quarantined(owner).filter(packet__key_id=peer.key_id):
             try:
                 _release(owner=owner, item=item, actor=actor, now=now)
@@ -164,7 +164,7 @@ def _reject_waiting(owner: Any, peer: Peer, why: str, now: datetime) -> int:
     for packet in waiting:
         packet.status = Packet.Status.REJECTED
         packet.gate = "trusted_key"
-        packet.reasons = [_reason("trusted_key", why, {"key_id": peer.key_id})]
+        packet.reasons = [reason_of("trusted_key", why, {"key_id": peer.key_id})]
         packet.processed_at = now
         packet.raw = ""
         packet.save(update_fields=["status", "gate", "reasons", "processed_at", "raw"])
