@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from memory.maths.attribution import STOP_WORDS
@@ -110,6 +110,28 @@ def evidence(
     shared = sorted(engram_terms & prompt_terms, key=lambda t: (-weights[t], t))
     weight = math.fsum(weights[t] for t in shared)
     return Evidence(tuple(shared), weight / total if total > 0 else 0.0, weight)
+
+
+# A maintenance note "not for: docker, deploy" lists contexts one word each; any other
+# contraindication ("not when writing migrations") is one context of its salient words.
+_NOT_FOR = re.compile(r"^\s*not\s+for\s*:\s*", re.I)
+
+
+def contraindication_terms(notes: Iterable[object] | None) -> tuple[frozenset[str], ...]:
+    """Each context an engram does not apply to, as the terms a prompt must hold to be one."""
+    out: list[frozenset[str]] = []
+    for note in notes or ():
+        if not isinstance(note, str) or not note.strip():
+            continue
+        listed = _NOT_FOR.match(note)
+        parts = note[listed.end() :].split(",") if listed else [note]
+        out += [found for part in parts if (found := terms(part))]
+    return tuple(out)
+
+
+def contraindicated(prompt_terms: frozenset[str], avoid: Sequence[frozenset[str]]) -> bool:
+    """The prompt is one of the contexts: it holds all of one's terms, or two when it has more."""
+    return any(len(prompt_terms & context) >= min(2, len(context)) for context in avoid)
 
 
 @dataclass(frozen=True)

@@ -227,6 +227,7 @@ class _Entry:
     valid_from: datetime | None
     valid_until: datetime | None
     terms: frozenset[str]
+    avoid: tuple[frozenset[str], ...] = ()  # its contraindications' terms
 
 
 @dataclass
@@ -249,17 +250,17 @@ def _active(owner_id: int) -> Any:
 
 _TERM_COLUMNS = (
     "pk", "engram_id", "scope", "statement", "enforcement", "polarity",
-    "valid_from", "valid_until", "tags", "updated_at",
+    "valid_from", "valid_until", "tags", "updated_at", "contraindications",
 )  # fmt: skip
 
 
 def _entries(rows: Any) -> list[tuple[_Entry, datetime]]:
     out = []
-    for pk, eid, scope, statement, enforcement, polarity, since, until, tags, at in rows:
+    for pk, eid, scope, statement, enforcement, polarity, since, until, tags, at, contra in rows:
         words = maths.terms(statement + " " + " ".join(str(t) for t in tags or []))
-        out.append(
-            (_Entry(pk, eid, scope, statement, enforcement, polarity, since, until, words), at)
-        )
+        avoid = maths.contraindication_terms(contra)
+        entry = _Entry(pk, eid, scope, statement, enforcement, polarity, since, until, words, avoid)
+        out.append((entry, at))
     return out
 
 
@@ -349,6 +350,8 @@ def prompt_deliver(
         if entry is None:
             continue
         if entry.scope not in scopes or not _valid(entry.valid_from, entry.valid_until, now):
+            continue
+        if maths.contraindicated(prompt_terms, entry.avoid):
             continue
         proof = maths.evidence(prompt_terms, entry.terms, index.df, index.n)
         if proof.admitted(floor=floor, min_shared=min_shared):

@@ -11,7 +11,10 @@ review item per engram with the change and its evidence:
 - Hidden Gem: added tags (Claude; fallback: the salient words of the prompts it was followed in).
 - Noise: retirement.
 - Mostly irrelevant (share > 0.6 over at least 5 outcomes): narrower use, as contraindications
-  (Claude; fallback: the salient words of the prompts it was judged irrelevant in).
+  (Claude; fallback: the salient words of the prompts it was judged irrelevant in), which the
+  prompt path then skips (`memory.maths.delivery.contraindicated`). Only deliveries a prompt's
+  words chose count here: the brief carries a project's rules by scope, so a rule judged
+  irrelevant in sessions it reached through the brief alone gets no narrowing proposal.
 
 Before any of these, the statement must read as a lesson (`lesson_of`, built on the capture's
 `memory.maths.learning.lesson_check`); one that does not (assistant text, a question, a one-off
@@ -45,7 +48,7 @@ from memory import selectors
 from memory.errors import Conflict
 from memory.maths import effectiveness, learning, textnorm
 from memory.maths.attribution import key_terms
-from memory.models import Engram, Event, Injection, Outcome, ReviewItem
+from memory.models import AgentSession, Engram, Event, Injection, Outcome, ReviewItem
 from memory.services import llm
 from memory.services.engrams import engram_retire, engram_update
 from memory.services.events import event_record
@@ -59,6 +62,14 @@ LLM_CHANGES = {"rewrite", "broaden", "refine_keywords"}
 # Escalating needs this many outcomes, each from a session the engram was delivered in (an
 # Outcome row belongs to one Injection); counters merged or imported from elsewhere do not count.
 ESCALATE_MIN_DELIVERED = 5
+# Deliveries chosen by the prompt's words. Narrowing an engram's keywords changes only these: the
+# brief carries the project's rules by scope, and a reminder by its trigger.
+KEYWORD_BUCKETS = (
+    Injection.Bucket.CONSTRAINT,
+    Injection.Bucket.DIRECTIVE,
+    Injection.Bucket.CONSIDER,
+    Injection.Bucket.SPREAD,
+)
 EVIDENCE_QUOTES = 3
 # A rule the user stated is retired only on three times the evidence an inferred one needs
 # (Noise: ≥ 5 outcomes at effectiveness < 0.5), and only when it is almost never followed.
@@ -143,6 +154,10 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
         )
         if engram.pk in busy:
             continue
+        if action == "refine_keywords" and not _mostly_irrelevant_by_words(engram):
+            # Judged irrelevant where the brief carried it, not where a prompt's words found
+            # it: narrower keywords would change nothing the agent is given.
+            action = None
         if engram.pre_escalation_effectiveness is not None and action != "refine_keywords":
             # On the escalation ladder: judged by its windows since escalating (de-escalation
             # below, or the next rung when it stays below), not by the history before.
@@ -217,6 +232,17 @@ def _delivered(engram: Engram) -> Delivered:
         .values_list("injection__session__session_id", "result", "evidence")[:EVIDENCE_QUOTES]
     )
     return Delivered(total, followed, quotes)
+
+
+def _mostly_irrelevant_by_words(engram: Engram) -> bool:
+    """At least MIN_OUTCOMES outcomes of deliveries a prompt's words chose, and more than
+    IRRELEVANT_SHARE_ABOVE of them irrelevant (the refine-keywords rule on those alone)."""
+    rows = Outcome.objects.filter(engram=engram, injection__bucket__in=KEYWORD_BUCKETS)
+    total = rows.count()
+    if total < effectiveness.MIN_OUTCOMES:
+        return False
+    irrelevant = rows.filter(result=Outcome.Result.IRRELEVANT).count()
+    return irrelevant / total > effectiveness.IRRELEVANT_SHARE_ABOVE
 
 
 def _still_below(engram: Engram, now: datetime) -> bool:
@@ -449,15 +475,33 @@ def _rewrite(owner: Any, engram: Engram) -> tuple[str, str]:
 
 
 def _prompts(engram: Engram, result: str) -> list[str]:
-    sessions = Outcome.objects.filter(engram=engram, result=result).values_list(
-        "injection__session_id", flat=True
-    )
-    return list(
-        Injection.objects.filter(session_id__in=sessions)
-        .exclude(query="")
-        .order_by("-created_at")
-        .values_list("query", flat=True)[:MAX_PROMPTS]
-    )
+    """The prompts to read keywords from.
+
+    Irrelevant: the prompts that delivered the engram and were judged irrelevant (what to
+    exclude). Followed: the prompts of the sessions it was followed in (where it applies, found
+    or not), from the session's own prompt list, else the queries delivered in it."""
+    outcomes = Outcome.objects.filter(engram=engram, result=result)
+    if result == Outcome.Result.IRRELEVANT:
+        return list(
+            outcomes.filter(injection__bucket__in=KEYWORD_BUCKETS)
+            .exclude(injection__query="")
+            .order_by("-created_at")
+            .values_list("injection__query", flat=True)[:MAX_PROMPTS]
+        )
+    sessions = [
+        int(pk) for pk in outcomes.values_list("injection__session_id", flat=True)[:MAX_PROMPTS]
+    ]
+    found: list[str] = []
+    for listed in AgentSession.objects.filter(pk__in=sessions).values_list("prompts", flat=True):
+        found += [p for p in listed or [] if isinstance(p, str)]
+    if not found:
+        found = list(
+            Injection.objects.filter(session_id__in=sessions)
+            .exclude(query="")
+            .order_by("-created_at")
+            .values_list("query", flat=True)[:MAX_PROMPTS]
+        )
+    return [p for p in found if p.strip()][:MAX_PROMPTS]
 
 
 def salient_words(
@@ -466,8 +510,9 @@ def salient_words(
     """The words most prompts share that the engram does not already say (no LLM)."""
     seen = {word.lower() for text in known for word in key_terms(text, limit=50)}
     counts: Counter[str] = Counter()
-    for prompt in prompts:
-        counts.update({w for w in key_terms(prompt, limit=50) if w not in seen and len(w) > 2})
+    for prompt in prompts:  # each prompt's words once, in the order they were first met
+        words = (w for w in key_terms(prompt, limit=50) if w not in seen and len(w) > 2)
+        counts.update(list(dict.fromkeys(words)))
     return [word for word, n in counts.most_common() if n >= 2][:limit]
 
 

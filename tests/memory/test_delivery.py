@@ -174,6 +174,41 @@ def test_most_prompts_get_nothing(api: Client) -> None:
 
 
 @pytest.mark.django_db
+def test_an_approved_narrowing_keeps_the_rule_out_of_those_prompts(api: Client) -> None:
+    """A maintenance "not for: …" note (or any contraindication) is a context the prompt path
+    skips: the rule stays away from prompts of that context and still comes where it applies."""
+    rule = learn(api, "Store every timestamp in UTC in the orders database.", tags=["tz"])
+    engram = Engram.objects.get(engram_id=rule)
+    engram_update(
+        owner=engram.owner,
+        engram=engram,
+        changes={"contraindications": ["not for: fixtures, seed", "when importing legacy csv"]},
+    )
+    for prompt in (
+        "seed the orders database with UTC timestamp fixtures",  # one listed word is enough
+        "importing the legacy csv: store each order timestamp in UTC",  # all of its words
+    ):
+        assert hook(api, "UserPromptSubmit", session="narrow", prompt=prompt) == {}, prompt
+    answer = context(hook(api, "UserPromptSubmit", prompt="store the order timestamps in UTC"))
+    assert rule in answer
+
+
+def test_contraindications_are_contexts_of_their_words() -> None:
+    avoid = maths.contraindication_terms(
+        ["not for: docs, readme", "Not when writing database migrations", "", 7]
+    )
+    assert avoid == (
+        maths.terms("docs"),
+        maths.terms("readme"),
+        maths.terms("writing database migrations"),
+    )
+    assert maths.contraindicated(maths.terms("update the docs"), avoid)
+    assert maths.contraindicated(maths.terms("two database migrations"), avoid)
+    assert not maths.contraindicated(maths.terms("database indexes"), avoid)
+    assert not maths.contraindicated(maths.terms("anything"), ())
+
+
+@pytest.mark.django_db
 def test_an_escalated_rule_may_come_again(api: Client) -> None:
     rule = learn(api, "Never push to main without a review.")
     Engram.objects.filter(engram_id=rule).update(enforcement="emphasised")

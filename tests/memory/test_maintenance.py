@@ -70,7 +70,18 @@ def store(owner: Any) -> dict[str, Engram]:
         make_engram(owner, statement="Use the billing sandbox key"), surfaced=1, irrelevant=5
     )
     prompts(owner, gem, "followed", ["cut the release for the mobile app", "mobile release notes"])
-    prompts(owner, stray, "irrelevant", ["fix the docs typo in readme", "readme docs layout"])
+    prompts(
+        owner,
+        stray,
+        "irrelevant",
+        [
+            "fix the docs typo in readme",
+            "readme docs layout",
+            "docs: link the readme",
+            "readme badges",
+            "move the docs",
+        ],
+    )
     return {"working": working, "leech": leech, "gem": gem, "noise": noise, "stray": stray}
 
 
@@ -121,6 +132,45 @@ def test_claude_writes_the_rewrite_and_the_keywords_when_a_key_is_set(
     ]
     prompt = fake_claude.prompt_of(fake_claude.calls("maintenance.broaden")[0])
     assert "mobile release notes" in prompt
+
+
+def test_irrelevant_where_only_the_brief_carried_it_is_not_narrowed(owner: Any) -> None:
+    """The brief delivers by scope: keywords cannot narrow it, so no refine proposal; five
+    irrelevant deliveries chosen by prompts' words are what narrowing needs."""
+    engram = counts(
+        make_engram(owner, statement="Exit with status 1 on any error"), surfaced=9, irrelevant=9
+    )
+    for n in range(9):
+        session = AgentSession.objects.create(owner=owner, session_id=f"brief-{n}")
+        injection = Injection.objects.create(
+            owner=owner, session=session, engram=engram, bucket="brief", query=""
+        )
+        Outcome.objects.create(
+            owner=owner, injection=injection, engram=engram, result="irrelevant", source="auto"
+        )
+    assert maintenance.maintain(owner=owner) == []
+    prompts(owner, engram, "irrelevant", [f"style the login page {n}" for n in range(5)])
+    Engram.objects.filter(pk=engram.pk).update(irrelevant=14)
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.payload["change"] == "refine_keywords"
+    assert item.payload["fields"]["contraindications"] == ["not for: style, login, page"]
+
+
+def test_broaden_reads_the_prompts_of_the_sessions_it_was_followed_in(owner: Any) -> None:
+    gem = counts(make_engram(owner, statement="Tag every build"), surfaced=1, followed=5)
+    for n in range(5):
+        session = AgentSession.objects.create(
+            owner=owner, session_id=f"gem-{n}", prompts=[f"ship the android release {n}"]
+        )
+        injection = Injection.objects.create(
+            owner=owner, session=session, engram=gem, bucket="brief", query=""
+        )
+        Outcome.objects.create(
+            owner=owner, injection=injection, engram=gem, result="followed", source="auto"
+        )
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.payload["change"] == "broaden"
+    assert {"android", "release", "ship"} <= set(item.payload["fields"]["tags"])
 
 
 def test_a_second_run_makes_nothing_new(owner: Any, store: Any) -> None:
