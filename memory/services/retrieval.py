@@ -7,6 +7,7 @@ injections in the session and applies the injection access rule (no strength bum
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,6 +21,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory.maths import activation, coaccess, ranking, textnorm
+from memory.maths import delivery as delivery_maths
 from memory.models import (
     AgentSession,
     Association,
@@ -81,6 +83,7 @@ class _Row:
     updated_at: datetime  # last stated: a recurrence or an edit bumps it
     status: str
     provisional_until: datetime | None
+    contraindications: Any  # a JSON list (PostgreSQL decodes it, SQLite gives its text)
 
     @property
     def feedback_net(self) -> int:
@@ -95,6 +98,13 @@ class _Row:
             row[name] = _aware(row[name])
         if row["provisional_until"] is not None:
             row["provisional_until"] = _aware(row["provisional_until"])
+        notes = row["contraindications"]
+        if isinstance(notes, str | bytes):
+            try:
+                notes = json.loads(notes)
+            except ValueError:
+                notes = []
+        row["contraindications"] = notes if isinstance(notes, list) else []
         return cls(**row)
 
     def on_trial(self, now: datetime) -> bool:
@@ -616,10 +626,15 @@ def inject(
     pk_of: dict[str, int] = {}
     # Engrams the project's own rules already state (memory.services.suppression).
     suppressed = set(session.suppressed_ids or []) if session is not None else set()
+    prompt_terms = delivery_maths.terms(text[: delivery_maths.PROMPT_TERMS_CHARS])
     for item in _score(legs, rows, strengths, mode="hybrid", now=now):
         engram = rows[item.pk]
         if engram.pk in suppressed:
             continue
+        if engram.contraindications and delivery_maths.contraindicated(
+            prompt_terms, delivery_maths.contraindication_terms(engram.contraindications)
+        ):
+            continue  # a context it was narrowed away from
         trial = engram.status != Engram.Status.ACTIVE
         if trial and not engram.on_trial(now):
             continue  # a candidate waiting for review, not an import on trial

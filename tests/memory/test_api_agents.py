@@ -114,6 +114,23 @@ def test_inject_with_a_session_records_the_injections(api: Client, lessons: dict
     assert post(api, "/api/v1/inject", {"prompt": "x", "session_id": "nope"}).status_code == 404
 
 
+@pytest.mark.sqlite
+def test_inject_skips_a_context_the_engram_was_narrowed_away_from(
+    api: Client, lessons: dict[str, str]
+) -> None:
+    prompt = {"prompt": "Why does gh --repo fail inside my git checkout of the docs site?"}
+    assert lessons["gh"] in post(api, "/api/v1/inject", prompt).json()["rendered"]
+    changed = api.patch(
+        f"/api/v1/engrams/{lessons['gh']}",
+        {"contraindications": ["not for: docs, website"]},
+        content_type="application/json",
+    )
+    assert changed.status_code == HTTPStatus.OK, changed.content
+    assert lessons["gh"] not in post(api, "/api/v1/inject", prompt).json()["rendered"]
+    other = {"prompt": "Why does gh --repo fail inside my git checkout?"}
+    assert lessons["gh"] in post(api, "/api/v1/inject", other).json()["rendered"]
+
+
 def test_an_irrelevant_prompt_injects_nothing(api: Client, lessons: dict[str, str]) -> None:
     body = post(api, "/api/v1/inject", {"prompt": "banana bread with walnuts recipe"}).json()
     assert body["rendered"] == "" and body["tokens"] == 0
