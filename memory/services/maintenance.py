@@ -20,8 +20,12 @@ Before any of these, the statement must read as a lesson (`lesson_of`, built on 
 `memory.maths.learning.lesson_check`); one that does not (assistant text, a question, a one-off
 task) gets one proposal only: "not a lesson: retire", with the check's reason. Escalation needs
 ESCALATE_MIN_DELIVERED outcomes (each one is an injection's, so from a session the engram was
-delivered in) and shows their evidence quotes. Retiring a rule the user stated needs more:
-USER_RETIRE_MIN_OUTCOMES outcomes at effectiveness ≤ USER_RETIRE_MAX_EFFECTIVENESS.
+delivered in) where it applied (followed, ignored or contradicted: emphasising a rule that was
+mostly irrelevant where it came would add noise) and shows their evidence quotes. Retiring a rule
+the user stated needs more: USER_RETIRE_MIN_OUTCOMES outcomes at effectiveness ≤
+USER_RETIRE_MAX_EFFECTIVENESS, or that many sessions it was delivered in, never followed and
+irrelevant in most (`_never_applies`: a rule this work never needs, or not a rule at all; asked,
+not done).
 
 Idempotent: an engram with an open proposal gets no other; a rejected proposal is not made again
 for 30 days unless the engram's outcome count moved by 5 or more. The same job de-escalates an
@@ -156,8 +160,9 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
             continue
         if action == "refine_keywords" and not _mostly_irrelevant_by_words(engram):
             # Judged irrelevant where the brief carried it, not where a prompt's words found
-            # it: narrower keywords would change nothing the agent is given.
-            action = None
+            # it: narrower keywords would change nothing the agent is given. One that never
+            # applied in many sessions may not be a rule at all (see _never_applies).
+            action = "retire_unused" if _never_applies(_delivered(engram)) else None
         if engram.pre_escalation_effectiveness is not None and action != "refine_keywords":
             # On the escalation ladder: judged by its windows since escalating (de-escalation
             # below, or the next rung when it stays below), not by the history before.
@@ -215,23 +220,41 @@ class Delivered:
     outcomes: int
     followed: int
     quotes: tuple[dict[str, str], ...]
+    irrelevant: int = 0
 
     @property
     def effectiveness(self) -> float | None:
         return self.followed / self.outcomes if self.outcomes else None
+
+    @property
+    def relevant(self) -> int:
+        """Outcomes where it applied: followed, ignored or contradicted."""
+        return self.outcomes - self.irrelevant
+
+
+def _never_applies(delivered: Delivered) -> bool:
+    """Delivered in USER_RETIRE_MIN_OUTCOMES sessions or more, never followed, and judged
+    irrelevant in most: a rule that does not apply to this work, or not a rule at all. The
+    evidence a rule the user stated needs before its retirement is proposed."""
+    return (
+        delivered.outcomes >= USER_RETIRE_MIN_OUTCOMES
+        and delivered.followed == 0
+        and delivered.irrelevant > effectiveness.IRRELEVANT_SHARE_ABOVE * delivered.outcomes
+    )
 
 
 def _delivered(engram: Engram) -> Delivered:
     rows = Outcome.objects.filter(engram=engram)
     total = rows.count()
     followed = rows.filter(result=Outcome.Result.FOLLOWED).count() if total else 0
+    irrelevant = rows.filter(result=Outcome.Result.IRRELEVANT).count() if total else 0
     quotes = tuple(
         {"session": session, "result": result, "evidence": evidence[:300]}
         for session, result, evidence in rows.exclude(evidence="")
         .order_by("-created_at", "-pk")
         .values_list("injection__session__session_id", "result", "evidence")[:EVIDENCE_QUOTES]
     )
-    return Delivered(total, followed, quotes)
+    return Delivered(total, followed, quotes, irrelevant)
 
 
 def _mostly_irrelevant_by_words(engram: Engram) -> bool:
@@ -358,8 +381,10 @@ def _example_sessions(engram: Engram, limit: int = 3) -> list[str]:
 
 def _escalation(engram: Engram, delivered: Delivered, why: str) -> Proposal | None:
     level = effectiveness.next_level(engram.enforcement)  # type: ignore[arg-type]
-    if level is None or delivered.outcomes < ESCALATE_MIN_DELIVERED:
-        return None  # at the top, or too little evidence from sessions it was delivered in
+    if level is None or delivered.relevant < ESCALATE_MIN_DELIVERED:
+        # At the top, or too little evidence from sessions it was delivered in and applied to:
+        # emphasising a rule that was mostly irrelevant where it came would only add noise.
+        return None
     return Proposal("escalate", {"enforcement": level}, "heuristic", f"{why} escalate to {level}.")
 
 
@@ -401,6 +426,16 @@ def _propose(
             )
         return Proposal(
             "retire", {"status": "retired"}, "heuristic", "Rarely surfaced and rarely followed."
+        )
+    if action == "retire_unused" or (action == "rewrite_or_escalate" and _never_applies(delivered)):
+        stated = "You stated this rule, but it" if engram.source in USER_SOURCES else "It"
+        return Proposal(
+            "retire",
+            {"status": "retired"},
+            "heuristic",
+            f"{stated} was never followed in the {delivered.outcomes} sessions it was "
+            f"delivered in and did not apply in {delivered.irrelevant} of them: retire it "
+            "unless it is still a rule you want.",
         )
     if action == "rewrite_or_escalate":
         rewritten, producer = _rewrite(owner, engram)

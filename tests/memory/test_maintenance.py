@@ -483,6 +483,44 @@ def test_a_lesson_whose_quote_states_a_rule_is_a_lesson() -> None:
     assert maintenance.lesson_of("Tag releases with semver", quote=quote) == ""
 
 
+def test_escalation_needs_five_outcomes_where_it_applied(owner: Any) -> None:
+    """Irrelevant outcomes are not evidence that a rule is being ignored: emphasising it would
+    push it into more sessions it does not apply to."""
+    engram = leech_of(owner, "Pin dependency versions")
+    delivered(owner, engram, ["irrelevant"] * 8 + ["ignored"] * 3 + ["followed"])
+    assert maintenance.maintain(owner=owner) == []
+    delivered(owner, engram, ["ignored"])
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.payload["change"] == "escalate"
+
+
+def test_a_stated_rule_never_followed_where_it_never_applied_is_offered_for_retirement(
+    owner: Any,
+) -> None:
+    """Delivered in 15 sessions by the brief, never followed, irrelevant in most: retirement is
+    proposed, worded as a question to the person who stated it (narrower keywords could not
+    change what the brief carries)."""
+    engram = leech_of(owner, "Always log open questions in the tracker", source="user")
+    results = ["irrelevant"] * 12 + ["ignored"] * 2
+    for n, result in enumerate(results):
+        session = AgentSession.objects.create(owner=owner, session_id=f"never-{n}")
+        injection = Injection.objects.create(
+            owner=owner, session=session, engram=engram, bucket="brief", query=""
+        )
+        Outcome.objects.create(
+            owner=owner, injection=injection, engram=engram, result=result, source="auto"
+        )
+    Engram.objects.filter(pk=engram.pk).update(followed=0, irrelevant=12, ignored=2, contradicted=0)
+    made = maintenance.maintain(owner=owner)
+    assert made == [], [m.payload for m in made]  # 14 sessions: not yet
+    delivered(owner, engram, ["irrelevant"])
+    Engram.objects.filter(pk=engram.pk).update(irrelevant=13)
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.payload["change"] == "retire" and item.payload["fields"] == {"status": "retired"}
+    assert item.reason.startswith("You stated this rule, but it was never followed in the 15")
+    assert "did not apply in 13" in item.reason
+
+
 def test_escalation_needs_five_outcomes_from_sessions_it_was_delivered_in(owner: Any) -> None:
     # The counters say leech, but only 4 outcomes come from sessions it was delivered in.
     engram = leech_of(owner, "Pin dependency versions")
