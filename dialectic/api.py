@@ -51,6 +51,12 @@ class ArtifactsIn(InSchema):
     cwd: str | None = Field(
         None, max_length=1000, description="A project directory; its scope is project:<name>."
     )
+    root: str | None = Field(
+        None,
+        max_length=1000,
+        description="The checkout's main folder (engram-hook sends git's): names the project "
+        "instead of cwd, so every worktree of one repository gets the same artifacts.",
+    )
 
 
 class FileOut(Schema):
@@ -93,8 +99,10 @@ class IntelligenceOut(Schema):
     result: Any = Field(description="Text, or an object matching the schema sent.")
 
 
-def _scope_of(token: ApiToken, scope: str | None, cwd: str | None) -> str | None:
-    chosen = validate_scope(scope) if scope else (project_scope(cwd) if cwd else None)
+def _scope_of(
+    token: ApiToken, scope: str | None, cwd: str | None, root: str | None = None
+) -> str | None:
+    chosen = validate_scope(scope) if scope else (project_scope(cwd, root) if cwd or root else None)
     if chosen:
         require_scope(token, chosen)
     return chosen
@@ -110,7 +118,7 @@ def artifacts(request: HttpRequest, filters: Query[ArtifactsIn]) -> dict[str, An
     scope, every one with its current files and the hashes of all versions (active and
     retired: a client removes a retired artifact's unedited files)."""
     token = token_of(request)
-    scope = _scope_of(token, filters.scope, filters.cwd)
+    scope = _scope_of(token, filters.scope, filters.cwd, filters.root)
     if scope is None:
         _page_scope(token, None)
     listing = [

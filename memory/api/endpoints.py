@@ -593,18 +593,19 @@ def observation_create(request: HttpRequest, payload: ObservationsIn) -> Status[
         "Per project (a scope sessions ran in during the last 30 days): last hook received, "
         "last lesson captured, last injection, lessons (yours / learned / waiting) and "
         "`health.state`: `stopped` when sessions ran but their hooks did not arrive, `quiet` "
-        "when a daily project fell silent, `ok`, or `none`. With `?cwd=`, `project_scope` "
-        "names the scope hooks from that folder use. `engram status` and `engram doctor` "
+        "when a daily project fell silent, `ok`, or `none`. With `?cwd=` (and `?root=`, the "
+        "checkout's main folder), `project_scope` names the scope hooks from that folder use. `engram status` and `engram doctor` "
         "read this."
     ),
     tags=["store"],
 )
-def status(request: HttpRequest, cwd: str | None = None) -> dict[str, Any]:
+def status(request: HttpRequest, cwd: str | None = None, root: str | None = None) -> dict[str, Any]:
     token = token_of(request)
     report = status_report(owner=token.owner, token=token)
     if cwd is not None:
-        # The scope hooks from this folder write into, so a client finds its project.
-        report["project_scope"] = project_scope(cwd[:1000])
+        # The scope hooks from this folder write into, so a client finds its project (`root`:
+        # the checkout's main folder, which engram-hook sends beside cwd).
+        report["project_scope"] = project_scope(cwd[:1000], root[:1000] if root else None)
     return report
 
 
@@ -708,7 +709,11 @@ def engram_export(
         "Takes the hook payload as Claude Code sends it and answers in the documented shape: "
         "`hookSpecificOutput` with `hookEventName` and `additionalContext` for SessionStart, "
         "UserPromptSubmit and PreToolUse when there is something to add, `{}` otherwise. "
-        "The scope is `project:<basename of cwd>` unless `?scope=` says otherwise."
+        "The scope is `project:<name>` unless `?scope=` says otherwise: the basename of "
+        "`engram_project_root` when `engram-hook` sent it (the git checkout's main folder), "
+        "else of cwd, where a worktree folder of a known layout (`<repo>/.worktrees/<name>`, "
+        "`<repo>/.claude/worktrees/<name>`, `conductor/workspaces/<repo>/<name>`) names its "
+        "repository."
     ),
     tags=["hooks"],
 )

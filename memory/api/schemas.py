@@ -581,6 +581,12 @@ class HookIn(Schema):
     engram_rules: list[Annotated[str, Field(max_length=2000)]] | None = Field(
         None, max_length=200, description="The project's CLAUDE.md / .claude/rules lines."
     )
+    engram_project_root: str | None = Field(
+        None,
+        max_length=4096,
+        description="Added by `engram-hook`: the git checkout's main folder, which names the "
+        "project (every worktree and subfolder of one repository is one project).",
+    )
 
     @field_validator("*", mode="before")
     @classmethod

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from memory.cli.client import Server, ServerError
 from memory.integrations import claude_settings as cs
+from memory.integrations.hookclient import project_root
 
 OK = "ok"
 FAIL = "FAIL"
@@ -101,6 +102,9 @@ def check_token(ctx: Context) -> Result:
             "dashboard's Tokens page or with `engram setup claude-code`)",
         )
     query = {"cwd": str(ctx.project)}
+    root = project_root(str(ctx.project))
+    if root:
+        query["root"] = root  # as engram-hook sends it
     try:
         code, body = ctx.server.request("GET", "/api/v1/status", query=query)
     except ServerError as exc:

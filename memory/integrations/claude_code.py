@@ -75,22 +75,59 @@ class HookCall:
         return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def project_scope(cwd: Any) -> str:
-    """`project:<basename of cwd>` (characters outside [\\w.-] become "-"), or global."""
-    if not isinstance(cwd, str) or not cwd.strip():
-        return GLOBAL_SCOPE
-    name = re.split(r"[\\/]+", cwd.strip().rstrip("/\\"))[-1]
-    name = _UNSAFE_SCOPE_CHARS.sub("-", name).strip("-.")[:180]
-    return f"project:{name}" if name else GLOBAL_SCOPE
+# A checkout's worktrees live in a folder named for them (`<repo>/.worktrees/<name>`,
+# `<repo>/.claude/worktrees/<name>`, `<repo>.worktrees/<name>`) or in a tool's workspaces
+# folder (Conductor: `conductor/workspaces/<repo>/<name>`): the session works on <repo>.
+_WORKTREES = frozenset({".worktrees", "worktrees", ".worktree"})
+_WORKTREE_SUFFIX = re.compile(r"^(?P<repo>.+?)[.-]worktrees$", re.I)
+PROJECT_ROOT_FIELD = "engram_project_root"  # sent by engram-hook: the checkout's main folder
 
 
-def hook_scope(token: ApiToken, cwd: Any, requested: str | None = None) -> str:
-    """The scope of a hook call: `?scope=` if given, else from cwd, else the token's own scope."""
+def project_name(path: str) -> str:
+    """The project a folder belongs to: its basename, or the repository a worktree folder of a
+    known layout belongs to (see _WORKTREES)."""
+    parts = [p for p in re.split(r"[\\/]+", path.strip()) if p and p != "."]
+    for index, part in enumerate(parts):
+        if index == 0:
+            continue
+        if part.lower() in _WORKTREES and index + 1 < len(parts):
+            before = parts[index - 1]
+            if before.lower() in (".claude", ".git") and index >= 2:
+                return parts[index - 2]
+            return before
+        suffixed = _WORKTREE_SUFFIX.match(part)
+        if suffixed and index + 1 < len(parts):
+            return suffixed.group("repo")
+        if (
+            part.lower() == "workspaces"
+            and parts[index - 1].lower() == "conductor"
+            and index + 2 < len(parts)
+        ):
+            return parts[index + 1]
+    return parts[-1] if parts else ""
+
+
+def project_scope(cwd: Any, root: Any = None) -> str:
+    """`project:<project name>` (characters outside [\\w.-] become "-"), or global.
+
+    The name is the basename of `root` when the hook client sent the checkout's main folder
+    (git's common directory: every worktree and subfolder of one repository is one project),
+    else of `cwd`, a worktree folder of a known layout naming its repository (project_name)."""
+    for path in (root, cwd):
+        if isinstance(path, str) and path.strip() and len(path) <= 4096:
+            name = _UNSAFE_SCOPE_CHARS.sub("-", project_name(path)).strip("-.")[:180]
+            return f"project:{name}" if name else GLOBAL_SCOPE
+    return GLOBAL_SCOPE
+
+
+def hook_scope(token: ApiToken, cwd: Any, requested: str | None = None, root: Any = None) -> str:
+    """The scope of a hook call: `?scope=` if given, else from the project root engram-hook
+    sent or cwd (project_scope), else the token's own scope."""
     if requested:
         scope = validate_scope(requested)
         require_scope(token, scope)
         return scope
-    scope = project_scope(cwd)
+    scope = project_scope(cwd, root)
     if token.allows_scope(scope):
         return scope
     # A token limited to fixed scopes writes into the first one it names.
@@ -385,7 +422,7 @@ def hook_handle(
     call = HookCall(
         token=token,
         payload=payload,
-        scope=hook_scope(token, payload.get("cwd"), scope),
+        scope=hook_scope(token, payload.get("cwd"), scope, payload.get(PROJECT_ROOT_FIELD)),
         now=now or timezone.now(),
     )
     return handler(call)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import urllib.error
@@ -147,6 +148,41 @@ def attach_rules(data: dict[str, object]) -> None:
         data[RULES_FIELD] = lines[:MAX_RULES]
 
 
+ROOT_FIELD = "engram_project_root"
+GIT_SECONDS = 1.0
+
+
+def project_root(cwd: str) -> str:
+    """The main folder of the git checkout `cwd` is in: the parent of git's common directory,
+    so every worktree and subfolder of one repository names the same project; "" outside git
+    (or without git, or when it is slow)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", cwd, "rev-parse", "--path-format=absolute", "--git-common-dir"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return ""
+    common = done.stdout.strip() if done.returncode == 0 else ""
+    if not common or "\n" in common:
+        return ""
+    if os.path.basename(common.rstrip("/\\")) == ".git":
+        return os.path.dirname(common.rstrip("/\\"))
+    return common  # a bare repository: its own folder
+
+
+def attach_root(data: dict[str, object]) -> None:
+    """Name the checkout's main folder (project_root) beside cwd, for the project scope."""
+    cwd = data.get("cwd")
+    if isinstance(cwd, str) and cwd and ROOT_FIELD not in data:
+        root = project_root(cwd)
+        if root:
+            data[ROOT_FIELD] = root
+
+
 ARTIFACTS_PATH = "/api/v1/artifacts"
 
 
@@ -162,6 +198,8 @@ def sync_artifacts(data: object, env: dict[str, str], seconds: float) -> str:
     if env.get("ENGRAM_SYNC_ARTIFACTS", "1") == "0" or not isinstance(project, str) or seconds <= 0:
         return ""
     query = {"scope": env["ENGRAM_SCOPE"]} if env.get("ENGRAM_SCOPE") else {"cwd": project}
+    if "cwd" in query and isinstance(data.get(ROOT_FIELD), str):
+        query["root"] = str(data[ROOT_FIELD])
     base = (env.get("ENGRAM_URL") or DEFAULT_URL).rstrip("/")
     url = f"{base}{ARTIFACTS_PATH}?{urllib.parse.urlencode(query)}"
     headers = {"User-Agent": "engram-hook/1"}
@@ -191,7 +229,11 @@ def forward(payload: bytes, env: dict[str, str]) -> str:
             attach_rules(data)
         except Exception:  # the rules are a bonus too
             data.pop(RULES_FIELD, None)
-        if pending is not None or RULES_FIELD in data:
+        try:
+            attach_root(data)
+        except Exception:  # so is the checkout's root: cwd alone names the project then
+            data.pop(ROOT_FIELD, None)
+        if pending is not None or RULES_FIELD in data or ROOT_FIELD in data:
             payload = json.dumps(data, ensure_ascii=False).encode()
     headers = {"Content-Type": "application/json", "User-Agent": "engram-hook/1"}
     token = env.get("ENGRAM_TOKEN", "").strip()

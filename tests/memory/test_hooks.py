@@ -267,6 +267,65 @@ def test_project_scope_from_cwd() -> None:
     assert project_scope(None) == "global"
 
 
+@pytest.mark.parametrize(
+    ("cwd", "scope"),
+    [
+        ("/Users/al/workspace/cli/.worktrees/1", "project:cli"),
+        ("/Users/al/workspace/cli/.worktrees/al/fix-the-flag/cmd", "project:cli"),
+        ("/home/dev/shop/.claude/worktrees/feature-x", "project:shop"),
+        ("/home/dev/shop.worktrees/feature-x", "project:shop"),
+        ("/Users/m/conductor/workspaces/chkit/davao", "project:chkit"),
+        ("/Users/m/conductor/workspaces/chkit/davao/packages/core", "project:chkit"),
+        ("/Users/m/conductor/workspaces/chkit", "project:chkit"),
+        ("/home/dev/worktrees", "project:worktrees"),  # a project of that name, not a layout
+        ("/home/dev/my-worktree/src", "project:src"),
+    ],
+)
+def test_every_worktree_of_a_repository_is_one_project(cwd: str, scope: str) -> None:
+    assert project_scope(cwd) == scope
+
+
+def test_the_checkout_root_the_client_sends_names_the_project() -> None:
+    assert project_scope("/home/dev/shop/apps/api", "/home/dev/shop") == "project:shop"
+    assert project_scope("/tmp/wt-17", "/home/dev/shop") == "project:shop"
+    assert project_scope("/home/dev/shop/apps/api", "") == "project:api"
+    assert project_scope("/home/dev/shop/apps/api", 42) == "project:api"
+    assert project_scope("/home/dev/shop", "x" * 5000) == "project:shop"
+
+
+@pytest.mark.django_db
+def test_a_hook_from_a_worktree_subfolder_writes_into_its_repository(api: Client) -> None:
+    body = {
+        "hook_event_name": "UserPromptSubmit",
+        "session_id": "wt",
+        "cwd": "/tmp/wt-17/apps/api",
+        "engram_project_root": "/home/dev/shop",
+        "prompt": "hello",
+    }
+    assert hook(api, body).status_code == HTTPStatus.OK
+    assert AgentSession.objects.get(session_id="wt").scope == "project:shop"
+
+
+def test_the_command_client_names_the_checkout_of_a_worktree(tmp_path: Path) -> None:
+    def git(*args: str, cwd: Path) -> None:
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+    main = tmp_path / "shop"
+    (main / "apps" / "api").mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=main)
+    git("-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "0",
+        cwd=main)  # fmt: skip
+    git("worktree", "add", "-q", str(tmp_path / "wt-1"), cwd=main)
+    (tmp_path / "wt-1" / "src").mkdir()
+    for where in (main, main / "apps" / "api", tmp_path / "wt-1", tmp_path / "wt-1" / "src"):
+        assert hookclient.project_root(str(where)) == str(main.resolve()), where
+    assert hookclient.project_root(str(tmp_path)) == ""  # not a checkout
+    assert hookclient.project_root(str(tmp_path / "missing")) == ""
+    data: dict[str, object] = {"hook_event_name": "PreToolUse", "cwd": str(tmp_path / "wt-1")}
+    hookclient.attach_root(data)
+    assert data["engram_project_root"] == str(main.resolve())
+
+
 # --- golden: the command client against a live server -------------------------------------
 
 
