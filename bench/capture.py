@@ -18,7 +18,9 @@ the capture task calls on a prompt or a transcript's user entry) over:
 - the typed prompts of the real Claude Code transcripts (`$ENGRAM_TRANSCRIPTS/labels.jsonl`,
   labelled rule/task/question/feedback/other), split by repository: `dev` (`REAL_DEV_REPOS`;
   rules may be written from what `--show real-fp|real-fn|real-fn-active|real-task` prints, which
-  is this part only), `held_out` (every other repository: only ever scored, never printed) and
+  is this part only), `held_out` (every other repository: only ever scored, never printed),
+  `held_out_2` (`$ENGRAM_TRANSCRIPTS2`, default `/work/data/transcripts2`: a second corpus of
+  other repositories, labelled the same way, only scored; `held_out_both` sums the two) and
   the `whole`; the same figures as for the coding prompts;
 - a transcript replay: MemoryCode held-out sessions as Claude Code JSONL (mentee turns as
   assistant entries) and, when `$ENGRAM_TRANSCRIPTS` (default `/work/data/transcripts`) holds
@@ -60,6 +62,8 @@ EVAL = (
 PROMPTS = EVAL / "coding-prompts" / "dev.jsonl"
 PAIRS = EVAL / "coding-prompts" / "dev-pairs.jsonl"
 TRANSCRIPTS = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/work/data/transcripts"))
+# A second real corpus, collected later from other repositories: held out as a whole.
+TRANSCRIPTS2 = Path(os.environ.get("ENGRAM_TRANSCRIPTS2", "/work/data/transcripts2"))
 # The real transcripts' dev part (its rows may be read); every other repository is held out.
 REAL_DEV_REPOS = frozenset({"entireio/cli"})
 ACTIVE = {learning.TIER_EXPLICIT, learning.TIER_CORRECTION}
@@ -165,11 +169,17 @@ def real_prompts(costs: list[float], show: str) -> dict[str, object] | str:
     rows = [json.loads(line) for line in labels.open()]
     dev = _tally(costs, show, [r for r in rows if r["repo"] in REAL_DEV_REPOS])
     held_out = _tally(costs, "", [r for r in rows if r["repo"] not in REAL_DEV_REPOS])
-    return {
+    out: dict[str, object] = {
         "dev": _summary(dev),
         "held_out": _summary(held_out),
         "whole": _summary(dev + held_out),
     }
+    later = TRANSCRIPTS2 / "labels.jsonl"
+    if later.exists():  # only ever scored, never printed
+        second = _tally(costs, "", [json.loads(line) for line in later.open()])
+        out["held_out_2"] = _summary(second)
+        out["held_out_both"] = _summary(held_out + second)
+    return out
 
 
 def memorycode(half: str, costs: list[float], limit: int, show: str) -> dict[str, object]:
