@@ -18,10 +18,11 @@ from typing import Any
 
 # A user entry whose text holds one of these is Claude Code's, not the person's: a slash command
 # and its output, a `!` shell command and its output, the local-command caveat, a background
-# task's notification.
+# task's notification, a peer session's message (agent teams), an app's CI monitor event.
 _NOT_TYPED = re.compile(
     r"<(?:command-name|command-message|command-args|local-command-stdout|local-command-stderr|"
-    r"bash-input|bash-stdout|bash-stderr|local-command-caveat|task-notification)>"
+    r"bash-input|bash-stdout|bash-stderr|local-command-caveat|task-notification|"
+    r"teammate-message|ci-monitor-event)\b[^>]*>"
     r"|^\s*Caveat: The messages below were generated",
     re.I,
 )
@@ -33,6 +34,7 @@ _WRITTEN_FOR_USER = re.compile(
     r"^\s*(?:This session is being continued from a previous conversation|"
     r"Stop hook feedback:|[\w:.-]+ hook (?:feedback|error|blocking error)|"
     r"Operation stopped by hook:|Implement the following plan:|"
+    r"Another Claude session sent a message:|"
     r"\[Request interrupted by user|Caveat:)",
     re.I,
 )
