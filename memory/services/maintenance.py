@@ -417,6 +417,11 @@ def _propose(
                 or share > USER_RETIRE_MAX_EFFECTIVENESS
             ):
                 return None  # you said it: rarely surfacing is not enough to drop it
+            if delivered.irrelevant * 2 < delivered.outcomes:
+                # It applied in most sessions and was not followed: the agent misses a rule you
+                # stated. Retiring it would act against what you said; say it so it cannot be
+                # missed instead.
+                return _propose(owner, engram, "rewrite_or_escalate", c, delivered)
             return Proposal(
                 "retire",
                 {"status": "retired"},

@@ -558,13 +558,26 @@ def test_retiring_a_rule_you_stated_needs_stronger_evidence(owner: Any) -> None:
     made = {m.engram_id: m for m in maintenance.maintain(owner=owner)}
     assert made[inferred.pk].payload["change"] == "retire"
     assert yours.pk not in made  # 6 outcomes: enough to retire a guess, not what you said
-    # Fifteen outcomes, one followed: below USER_RETIRE_MAX_EFFECTIVENESS (0.1) → proposed.
-    counts(yours, followed=1, ignored=14)
-    delivered(owner, yours, ["ignored"] * 9)
+    # Fifteen outcomes, one followed: below USER_RETIRE_MAX_EFFECTIVENESS (0.1) → proposed,
+    # when it mostly did not apply where it came.
+    counts(yours, followed=1, ignored=5, irrelevant=9)
+    delivered(owner, yours, ["irrelevant"] * 9)
     (item,) = maintenance.maintain(owner=owner)
     assert item.engram_id == yours.pk and item.payload["change"] == "retire"
     assert "You stated this rule" in item.reason
     assert item.payload["evidence"]["stated_by"] == "you"
+
+
+def test_a_rule_you_stated_that_applied_but_was_ignored_is_emphasised_not_retired(
+    owner: Any,
+) -> None:
+    counts(make_engram(owner, statement="Filler rule one for the median"), surfaced=5)
+    counts(make_engram(owner, statement="Filler rule two for the median"), surfaced=5)
+    yours = noise_of(owner, "Prefer spaces in every YAML file", "user", 1, 14)
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.engram_id == yours.pk
+    assert item.payload["change"] == "escalate"  # the fallback rewrite changes nothing here
+    assert item.payload["fields"] == {"enforcement": "emphasised"}
 
 
 def test_an_escalated_engram_still_below_for_three_windows_gets_a_reminder_proposal(
