@@ -351,6 +351,8 @@ TIERS = [
     ("Stop for a second, the failure was not caused by the cache.", ""),
     ("Use British spelling in the user-facing messages.", "C"),
     ("Add guidance to CLAUDE.md for future changes: keep migrations reversible.", "A"),
+    # the note's topic without the rule tells a later session nothing to do: for review
+    ("Also add guidance into CLAUDE.md for future migrations if it is not there yet.", "C"),
     # "in this repo" with a habit is a convention, with a wish it is a request for now
     ("In this repo we use pnpm.", "A"),
     # a request to record a rule that does not say it: the rule is in what came before

@@ -475,6 +475,17 @@ _CONTENT_FREE_REQUEST = re.compile(
 )
 
 
+# "add guidance into CLAUDE.md for future test creation": names the rule's topic, not the rule;
+# stored as it stands it tells a later session nothing to do. A candidate, for review.
+_TOPIC_ONLY_NOTE = re.compile(
+    r"\badd\s+(?:some\s+|a\s+|an\s+)?(?:guidance|note|section|instructions?|line|paragraph|"
+    r"something)\s+(?:to|into|in)\s+(?:the\s+|your\s+|our\s+)?@?(?:CLAUDE\.md|AGENTS\.md|rules|"
+    r"memory)\b[^.?!:]{0,20}?\b(?:for|on|about)\s+(?:(?:the|future|all|any|new|every)\s+)*"
+    r"[\w-]+(?:\s+[\w-]+)?(?:\s+(?:if|when|unless)\b[^.?!:]*)?\s*[.!?]*$",
+    re.I,
+)
+
+
 def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     """Tier of a rule-like sentence: A when it is unmistakably meant to last (a standing time,
     always/never to the agent, a project convention, "remember that we", a rule request), B for
@@ -484,7 +495,8 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     timed = bool(STANDING_TIME.search(sentence))
     if RULE_REQUEST.search(sentence) and not HEDGE.search(sentence):
         # "Add this to CLAUDE.md": the rule is in what came before, not in the words kept
-        return TIER_INFERRED if _CONTENT_FREE_REQUEST.match(sentence) else TIER_EXPLICIT
+        content_free = _CONTENT_FREE_REQUEST.match(sentence) or _TOPIC_ONLY_NOTE.search(sentence)
+        return TIER_INFERRED if content_free else TIER_EXPLICIT
     if (HEDGE.search(sentence) or ABOUT_A_WORK_ITEM.match(sentence)) and not timed:
         return TIER_INFERRED
     standing = bool(
