@@ -574,6 +574,9 @@ def test_pasted_material_fragments_and_descriptions_are_not_rules(prompt: str) -
         "Always export DEPLOY_TOKEN=XXXXXXXXXXXXXXXXXXXX before the release script.",
         "From now on use the key [REDACTED:api_key] for staging.",
         "Always pin the image to 3f9c2a7be1d04c88a9e6f1b2c3d4e5f6a7b8c9d0.",
+        # what the write path's secret scanner finds (memory.scanner), too
+        "Always connect with postgres://admin:hunter2pass@db.internal/prod for the reports.",
+        "From now on use sk-proj-abc123def456ghi789jkl0 for the test suite.",
     ],
 )
 def test_a_draft_never_holds_a_credential(prompt: str) -> None:

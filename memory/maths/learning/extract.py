@@ -22,6 +22,7 @@ from memory.maths.learning.text import (
     MAX_QUOTE_CHARS,
     MIN_CLAUSE_WORDS,
 )
+from memory.scanner import scan_secrets
 
 # --- the heuristic extractor ----------------------------------------------------------------
 
@@ -283,8 +284,10 @@ _CREDENTIAL = re.compile(
 
 
 def holds_credential(text: str) -> bool:
-    """True when `text` holds a credential-like token or a redaction mark (see `_CREDENTIAL`)."""
-    return bool(_CREDENTIAL.search(text))
+    """True when `text` holds a credential-like token or a redaction mark (see `_CREDENTIAL`),
+    or anything the write path's secret scanner finds (`memory.scanner.scan_secrets`: keys with
+    a known prefix, connection strings with a password, private keys, JWTs)."""
+    return bool(_CREDENTIAL.search(text)) or bool(scan_secrets(text))
 
 
 def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDraft]:
