@@ -604,6 +604,11 @@ def test_a_hard_wrapped_pasted_paragraph_is_read_as_one_sentence() -> None:
         # "we don't need to …" is about this task
         ("We don't need to rebuild the image.", False),
         ("We don't commit generated files.", True),
+        # "all" of the work at hand is not every case; "@file" is a file pointed at
+        ("Commit and push all the pending changes.", False),
+        ("Add docstrings to all public functions.", True),
+        ("Commit and update @notes.", False),
+        ("Decorate every view with @login_required.", True),
     ],
 )
 def test_a_task_about_the_code_at_hand_is_not_a_convention(prompt: str, kept: bool) -> None:

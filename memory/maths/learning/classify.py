@@ -33,6 +33,7 @@ from memory.maths.learning.evidence import (
     _TASK_START,
     _imperative_rule,
     _remember_maxim,
+    general,
     is_announcement,
     names_practice,
     negative_evidence,
@@ -275,9 +276,7 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     if _ENCOURAGEMENT.search(after) and not _STRONG_VALUE.search(after):
         return ""  # "I want you to focus on Pythonic code": advice about attitude
     standing = (
-        _GENERAL.search(text)
-        or _STRONG.search(text)
-        or re.search(r"\b(?:before|after|when)\b", text)
+        general(text) or _STRONG.search(text) or re.search(r"\b(?:before|after|when)\b", text)
     )
     if after != text and not standing and (_TASK_START.match(after) or _ONE_OFF.search(after)):
         return ""  # "I want you to create a GitHub account": a task for now

@@ -102,6 +102,24 @@ _CORRECTION_ANY = re.compile(
 _GENERAL = re.compile(
     r"\b(?:all|every|each|any|whenever|consistently|throughout|everywhere|by\s+default)\b", re.I
 )
+# "all" about the work at hand, not every case: "commit and push all changes", "all the edits".
+_AT_HAND = re.compile(
+    r"\ball\s+(?:of\s+)?(?:the\s+|my\s+|your\s+|our\s+|these\s+|those\s+)?(?:current\s+|local\s+|"
+    r"pending\s+|uncommitted\s+|staged\s+|remaining\s+|outstanding\s+)?(?:changes|modifications|"
+    r"edits|work|commits)\b(?!\s+(?:that|which|to|in|of|you|we)\b)",
+    re.I,
+)
+
+
+def general(text: str) -> re.Match[str] | None:
+    """A word that makes a rule general ("all", "every", "whenever" …), not "all" of the work
+    at hand ("commit all changes")."""
+    found = _GENERAL.search(text)
+    if found and found.group(0).lower() == "all" and _AT_HAND.search(text):
+        return _GENERAL.search(_AT_HAND.sub(" ", text))
+    return found
+
+
 _IMPERATIVE = re.compile(
     r"^(?:please\s+|also,?\s+|and\s+|so\s+|now,?\s+|then,?\s+)?(?:use|add|include|start|end|"
     r"name|prefix|suffix|put|write|keep|call|run|prefer|avoid|stick|follow|make|let|wrap|"
@@ -291,7 +309,7 @@ def names_practice(text: str) -> bool:
         or _PRACTICE_NOUN.search(text)
         or _PROPER_NAME.search(text)
         or _CONTRAST.search(text)
-        or _GENERAL.search(text)
+        or general(text)
         or _VERB_OBJECT.search(text)
         or re.search(r"\d", text)
     )
@@ -337,10 +355,10 @@ def _imperative_rule(text: str) -> bool:
     scoped = bool(match.group("scope") and _PRACTICE_NOUN.search(match.group("scope")))
     # A bare identifier ("Put it in handleSessionEnd") names the code at hand; it is a
     # convention's value only after a naming verb ("Prefix helpers with _private_") or quoted.
-    value = _QUOTED_OR_DECORATOR.search(text) or (
-        _NAMING_VERB.match(rest) and _CONVENTION_VALUE.search(text)
-    )
-    return bool(scoped or value or _GENERAL.search(text) or _GENERIC_OBJECT.search(rest))
+    # "@name" is a decorator only after a naming verb ("Decorate views with @login_required");
+    # elsewhere it is a file Claude Code was pointed at ("Commit and update @changelog").
+    value = _QUOTED.search(text) or (_NAMING_VERB.match(rest) and _CONVENTION_VALUE.search(text))
+    return bool(scoped or value or general(text) or _GENERIC_OBJECT.search(rest))
 
 
 # A value a convention sets (a quoted name, a decorator, snake_case or camelCase), not a product's
@@ -348,7 +366,7 @@ def _imperative_rule(text: str) -> bool:
 _CONVENTION_VALUE = re.compile(
     r"'[^'\s]{1,40}'|\"[^\"\n]{1,40}\"|`[^`\n]{1,60}`|@\w+|\b\w*_\w+\b|\b\w+_(?!\w)|\b[a-z]\w*[a-z][A-Z]\w*\b"
 )
-_QUOTED_OR_DECORATOR = re.compile(r"'[^'\s]{1,40}'|\"[^\"\n]{1,40}\"|`[^`\n]{1,60}`|@\w+")
+_QUOTED = re.compile(r"'[^'\s]{1,40}'|\"[^\"\n]{1,40}\"|`[^`\n]{1,60}`")
 _NAMING_VERB = re.compile(
     r"(?:name|prefix|suffix|start|end|call|rename|label|capitali[sz]e|format|type|mark|"
     r"decorate|annotate|append|begin|finish|terminate|declare|define|use|import)\b",
