@@ -349,7 +349,10 @@ TIERS = [
     ("Looks as if we rebuild the index always.", ""),
     ("So far we only added metrics to the worker.", ""),
     ("Stop for a second, the failure was not caused by the cache.", ""),
-    ("Use British spelling in the user-facing messages.", "C"),
+    # a writing style, or a practice applied everywhere, holds beyond the task at hand
+    ("Use British spelling in the user-facing messages.", "A"),
+    ("We should be using typed ids instead of plain strings wherever we can.", "A"),
+    ("Fix up any lint warnings you notice, even small ones.", "A"),
     ("Add guidance to CLAUDE.md for future changes: keep migrations reversible.", "A"),
     # the note's topic without the rule tells a later session nothing to do: for review
     ("Also add guidance into CLAUDE.md for future migrations if it is not there yet.", "C"),

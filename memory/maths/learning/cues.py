@@ -488,7 +488,8 @@ _TOPIC_ONLY_NOTE = re.compile(
 
 def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     """Tier of a rule-like sentence: A when it is unmistakably meant to last (a standing time,
-    always/never to the agent, a project convention, "remember that we", a rule request), B for
+    always/never to the agent, a project convention, "remember that we", a rule request, a
+    practice applied everywhere or a writing style, which hold beyond any one task), B for
     a correction of the last action that names the right way, C (candidate) otherwise. A
     hedge, a request about one work item or a one-off marker leave it a candidate."""
     sentence = plain_intent(sentence)
@@ -504,6 +505,8 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
         or ALWAYS_NEVER.search(sentence)
         or PROJECT_CONVENTION.search(sentence)
         or REMEMBER.search(sentence)
+        or EVERYWHERE.search(sentence)
+        or WRITING_STYLE.search(sentence)
     )
     about_else = THIRD_PERSON.match(sentence) and not TO_THE_AGENT.search(sentence)
     if standing and (timed or not ONE_OFF.search(sentence)) and not about_else:
