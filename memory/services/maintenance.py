@@ -23,9 +23,10 @@ ESCALATE_MIN_DELIVERED outcomes (each one is an injection's, so from a session t
 delivered in) where it applied (followed, ignored or contradicted: emphasising a rule that was
 mostly irrelevant where it came would add noise) and shows their evidence quotes. Retiring a rule
 the user stated needs more: USER_RETIRE_MIN_OUTCOMES outcomes at effectiveness ≤
-USER_RETIRE_MAX_EFFECTIVENESS, or that many sessions it was delivered in, never followed and
-irrelevant in most (`_never_applies`: a rule this work never needs, or not a rule at all; asked,
-not done).
+USER_RETIRE_MAX_EFFECTIVENESS, and irrelevant in at most half of them (when it applied and was
+not followed, it is proposed for a rewrite or emphasis instead). A learned rule delivered in that
+many sessions, never followed and irrelevant in most, is proposed for retirement
+(`_never_applies`); a stated one is left alone.
 
 Idempotent: an engram with an open proposal gets no other; a rejected proposal is not made again
 for 30 days unless the engram's outcome count moved by 5 or more. The same job de-escalates an
@@ -162,7 +163,8 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
             # Judged irrelevant where the brief carried it, not where a prompt's words found
             # it: narrower keywords would change nothing the agent is given. One that never
             # applied in many sessions may not be a rule at all (see _never_applies).
-            action = "retire_unused" if _never_applies(_delivered(engram)) else None
+            unused = engram.source not in USER_SOURCES and _never_applies(_delivered(engram))
+            action = "retire_unused" if unused else None
         if engram.pre_escalation_effectiveness is not None and action != "refine_keywords":
             # On the escalation ladder: judged by its windows since escalating (de-escalation
             # below, or the next rung when it stays below), not by the history before.
@@ -234,8 +236,10 @@ class Delivered:
 
 def _never_applies(delivered: Delivered) -> bool:
     """Delivered in USER_RETIRE_MIN_OUTCOMES sessions or more, never followed, and judged
-    irrelevant in most: a rule that does not apply to this work, or not a rule at all. The
-    evidence a rule the user stated needs before its retirement is proposed."""
+    irrelevant in most: a learned rule this work does not need. Never a reason to retire a rule
+    the user stated: on real sessions (bench/maintenance_real.py) such rules were real ones with
+    no occasion yet (a spelling style, "we only do patch releases"), since an outcome's
+    "irrelevant" only says no tool input or prompt touched the rule's words."""
     return (
         delivered.outcomes >= USER_RETIRE_MIN_OUTCOMES
         and delivered.followed == 0
@@ -432,16 +436,21 @@ def _propose(
         return Proposal(
             "retire", {"status": "retired"}, "heuristic", "Rarely surfaced and rarely followed."
         )
-    if action == "retire_unused" or (action == "rewrite_or_escalate" and _never_applies(delivered)):
-        stated = "You stated this rule, but it" if engram.source in USER_SOURCES else "It"
+    inferred = engram.source not in USER_SOURCES
+    if action == "retire_unused" or (
+        action == "rewrite_or_escalate" and inferred and _never_applies(delivered)
+    ):
         return Proposal(
             "retire",
             {"status": "retired"},
             "heuristic",
-            f"{stated} was never followed in the {delivered.outcomes} sessions it was "
-            f"delivered in and did not apply in {delivered.irrelevant} of them: retire it "
-            "unless it is still a rule you want.",
+            f"Learned, never followed in the {delivered.outcomes} sessions it was delivered in, "
+            f"and it did not apply in {delivered.irrelevant} of them.",
         )
+    if action == "rewrite_or_escalate" and not inferred and _never_applies(delivered):
+        # A rule you stated that had no occasion to apply (a style, a release rule) is not
+        # wrong for it: the outcomes say nothing to change.
+        return None
     if action == "rewrite_or_escalate":
         rewritten, producer = _rewrite(owner, engram)
         if rewritten and textnorm.content_hash(rewritten) != engram.content_hash:

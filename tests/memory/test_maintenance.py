@@ -494,13 +494,14 @@ def test_escalation_needs_five_outcomes_where_it_applied(owner: Any) -> None:
     assert item.payload["change"] == "escalate"
 
 
-def test_a_stated_rule_never_followed_where_it_never_applied_is_offered_for_retirement(
-    owner: Any,
+@pytest.mark.parametrize("source", ["user", "agent"])
+def test_a_rule_that_never_applied_is_offered_for_retirement_only_when_learned(
+    owner: Any, source: str
 ) -> None:
-    """Delivered in 15 sessions by the brief, never followed, irrelevant in most: retirement is
-    proposed, worded as a question to the person who stated it (narrower keywords could not
-    change what the brief carries)."""
-    engram = leech_of(owner, "Always log open questions in the tracker", source="user")
+    """Delivered in 15 sessions by the brief, never followed, irrelevant in most: a learned rule
+    is proposed for retirement; one the user stated (a style, a release rule with no occasion
+    yet) gets nothing, and never a rewrite or emphasis either."""
+    engram = leech_of(owner, "Always log open questions in the tracker", source=source)
     results = ["irrelevant"] * 12 + ["ignored"] * 2
     for n, result in enumerate(results):
         session = AgentSession.objects.create(owner=owner, session_id=f"never-{n}")
@@ -515,9 +516,13 @@ def test_a_stated_rule_never_followed_where_it_never_applied_is_offered_for_reti
     assert made == [], [m.payload for m in made]  # 14 sessions: not yet
     delivered(owner, engram, ["irrelevant"])
     Engram.objects.filter(pk=engram.pk).update(irrelevant=13)
-    (item,) = maintenance.maintain(owner=owner)
+    made = maintenance.maintain(owner=owner)
+    if source == "user":
+        assert made == [], [m.payload for m in made]
+        return
+    (item,) = made
     assert item.payload["change"] == "retire" and item.payload["fields"] == {"status": "retired"}
-    assert item.reason.startswith("You stated this rule, but it was never followed in the 15")
+    assert item.reason.startswith("Learned, never followed in the 15 sessions")
     assert "did not apply in 13" in item.reason
 
 
