@@ -165,7 +165,7 @@ def is_path_like(word: str) -> bool:
 
 def path_placeholder(path: str, cwd: str = "") -> str:
     """A path as its place and kind: `specs/x_spec.py` → `specs/*.py`, `tests/` → `tests/`,
-    `./cmd/app/...` → `cmd/...`,
+    `./cmd/app/...` → `./cmd/...`,
     a file in the root → `*.py`; absolute paths inside `cwd` are made relative first, others
     become `<path>`; `~/…` stays home-relative."""
     if path in (".", "..", "-", "./...", "/dev/null"):
@@ -192,8 +192,9 @@ def path_placeholder(path: str, cwd: str = "") -> str:
     first = parts[0] if not home else "~"
     if path.startswith("/tmp/"):
         first = "/tmp"
-    if parts[-1] == "...":  # Go's "every package under": `./cmd/app/...` → `cmd/...`
-        return f"{first}/..."
+    if parts[-1] == "...":  # Go's "every package under": `./cmd/app/...` → `./cmd/...`
+        # (without the "./", `cmd/...` would name the standard library's cmd packages)
+        return f"{'./' if path.startswith('./') else ''}{first}/..."
     return f"{first}/" + (_ext_glob(parts[-1]) if not trailing else "").lstrip("/")
 
 

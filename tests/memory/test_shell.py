@@ -58,9 +58,10 @@ def test_absolute_paths_inside_the_project_become_relative() -> None:
 
 
 def test_a_go_package_pattern_keeps_that_it_means_every_package_under() -> None:
-    assert path_placeholder("./cmd/entire/cli/...") == "cmd/..."
+    assert path_placeholder("./cmd/entire/cli/...") == "./cmd/..."
+    assert path_placeholder("internal/store/...") == "internal/..."
     assert path_placeholder("./...") == "./..."
-    assert command_shape("go test ./cmd/entire/cli/... -v").text == "go test cmd/... -v"
+    assert command_shape("go test ./cmd/entire/cli/... -v").text == "go test ./cmd/... -v"
 
 
 @pytest.mark.parametrize(
