@@ -15,9 +15,10 @@ Then the daily job (`maintenance.maintain_all`: the 30-day archive, then mainten
 once now and once 31 days later, and the bench prints, per owner, what was stored (active
 rules by source, candidates) and every maintenance proposal with its engram's statement, who
 stated it, its outcomes and the proposal's reason. `--proposals FILE` writes them as JSON lines
-for labelling; `--labels FILE` (default bench/labels/maintenance_real.jsonl: {"text", "change",
-"label": "useful" | "not", "why"}) reads the hand labels back and prints the share a careful
-user would accept.
+for labelling; `--labels FILE` (default bench/labels/maintenance_real.jsonl: {"owner", "corpus",
+"text", "change", "label": "useful" | "not", "why"}) reads the hand labels back and prints the share
+a careful user would accept. The labels cover every proposal of both real corpora (run once with
+the default folder and once with `--transcripts /work/data/transcripts2`).
 
     .venv/bin/python bench/maintenance_real.py [--limit-sessions N] [--proposals FILE]
 """
