@@ -16,6 +16,7 @@ learns from them too; the server ignores what it already has.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -54,10 +55,14 @@ def endpoint(env: dict[str, str]) -> str:
     return url
 
 
-def _state_file(env: dict[str, str], session_id: str) -> str:
-    folder = env.get("ENGRAM_HOOK_STATE") or os.path.join(
+def _state_folder(env: dict[str, str]) -> str:
+    return env.get("ENGRAM_HOOK_STATE") or os.path.join(
         os.path.expanduser("~"), ".cache", "engram-hook"
     )
+
+
+def _state_file(env: dict[str, str], session_id: str) -> str:
+    folder = _state_folder(env)
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in session_id)[:150]
     return os.path.join(folder, safe + ".offset")
 
@@ -174,11 +179,35 @@ def project_root(cwd: str) -> str:
     return common  # a bare repository: its own folder
 
 
-def attach_root(data: dict[str, object]) -> None:
+ROOT_CACHE_SECONDS = 3600.0
+
+
+def _cached_root(env: dict[str, str], cwd: str) -> str:
+    """project_root, remembered per folder for an hour in the state folder: every hook event
+    would otherwise start git (a few ms on the tool-call path)."""
+    folder = os.path.join(_state_folder(env), "roots")
+    path = os.path.join(folder, hashlib.sha1(cwd.encode("utf-8", "replace")).hexdigest())
+    try:
+        if time.time() - os.path.getmtime(path) < ROOT_CACHE_SECONDS:
+            with open(path, encoding="utf-8") as handle:
+                return handle.read().strip()
+    except (OSError, ValueError):
+        pass
+    root = project_root(cwd)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(root)
+    except OSError:
+        pass  # a read-only home: ask git every time
+    return root
+
+
+def attach_root(data: dict[str, object], env: dict[str, str]) -> None:
     """Name the checkout's main folder (project_root) beside cwd, for the project scope."""
     cwd = data.get("cwd")
     if isinstance(cwd, str) and cwd and ROOT_FIELD not in data:
-        root = project_root(cwd)
+        root = _cached_root(env, cwd)
         if root:
             data[ROOT_FIELD] = root
 
@@ -230,7 +259,7 @@ def forward(payload: bytes, env: dict[str, str]) -> str:
         except Exception:  # the rules are a bonus too
             data.pop(RULES_FIELD, None)
         try:
-            attach_root(data)
+            attach_root(data, env)
         except Exception:  # so is the checkout's root: cwd alone names the project then
             data.pop(ROOT_FIELD, None)
         if pending is not None or RULES_FIELD in data or ROOT_FIELD in data:

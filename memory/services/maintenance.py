@@ -46,7 +46,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from memory import selectors
@@ -249,9 +249,7 @@ def _never_applies(delivered: Delivered) -> bool:
 
 def _delivered(engram: Engram) -> Delivered:
     rows = Outcome.objects.filter(engram=engram)
-    total = rows.count()
-    followed = rows.filter(result=Outcome.Result.FOLLOWED).count() if total else 0
-    irrelevant = rows.filter(result=Outcome.Result.IRRELEVANT).count() if total else 0
+    total, followed, irrelevant = _counts(rows)
     quotes = tuple(
         {"session": session, "result": result, "evidence": evidence[:300]}
         for session, result, evidence in rows.exclude(evidence="")
@@ -264,12 +262,22 @@ def _delivered(engram: Engram) -> Delivered:
 def _mostly_irrelevant_by_words(engram: Engram) -> bool:
     """At least MIN_OUTCOMES outcomes of deliveries a prompt's words chose, and more than
     IRRELEVANT_SHARE_ABOVE of them irrelevant (the refine-keywords rule on those alone)."""
-    rows = Outcome.objects.filter(engram=engram, injection__bucket__in=KEYWORD_BUCKETS)
-    total = rows.count()
+    total, _, irrelevant = _counts(
+        Outcome.objects.filter(engram=engram, injection__bucket__in=KEYWORD_BUCKETS)
+    )
     if total < effectiveness.MIN_OUTCOMES:
         return False
-    irrelevant = rows.filter(result=Outcome.Result.IRRELEVANT).count()
     return irrelevant / total > effectiveness.IRRELEVANT_SHARE_ABOVE
+
+
+def _counts(rows: Any) -> tuple[int, int, int]:
+    """(outcomes, followed, irrelevant) of an Outcome queryset, in one query."""
+    found = rows.aggregate(
+        total=Count("pk"),
+        followed=Count("pk", filter=Q(result=Outcome.Result.FOLLOWED)),
+        irrelevant=Count("pk", filter=Q(result=Outcome.Result.IRRELEVANT)),
+    )
+    return int(found["total"]), int(found["followed"]), int(found["irrelevant"])
 
 
 def _still_below(engram: Engram, now: datetime) -> bool:

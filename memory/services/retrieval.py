@@ -626,15 +626,17 @@ def inject(
     pk_of: dict[str, int] = {}
     # Engrams the project's own rules already state (memory.services.suppression).
     suppressed = set(session.suppressed_ids or []) if session is not None else set()
-    prompt_terms = delivery_maths.terms(text[: delivery_maths.PROMPT_TERMS_CHARS])
+    prompt_terms: frozenset[str] | None = None  # read when a candidate has contraindications
     for item in _score(legs, rows, strengths, mode="hybrid", now=now):
         engram = rows[item.pk]
         if engram.pk in suppressed:
             continue
-        if engram.contraindications and delivery_maths.contraindicated(
-            prompt_terms, delivery_maths.contraindication_terms(engram.contraindications)
-        ):
-            continue  # a context it was narrowed away from
+        if engram.contraindications:
+            if prompt_terms is None:
+                prompt_terms = delivery_maths.terms(text[: delivery_maths.PROMPT_TERMS_CHARS])
+            avoid = delivery_maths.contraindication_terms(engram.contraindications)
+            if delivery_maths.contraindicated(prompt_terms, avoid):
+                continue  # a context it was narrowed away from
         trial = engram.status != Engram.Status.ACTIVE
         if trial and not engram.on_trial(now):
             continue  # a candidate waiting for review, not an import on trial

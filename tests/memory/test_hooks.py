@@ -321,9 +321,15 @@ def test_the_command_client_names_the_checkout_of_a_worktree(tmp_path: Path) -> 
         assert hookclient.project_root(str(where)) == str(main.resolve()), where
     assert hookclient.project_root(str(tmp_path)) == ""  # not a checkout
     assert hookclient.project_root(str(tmp_path / "missing")) == ""
+    env = {"ENGRAM_HOOK_STATE": str(tmp_path / "state")}
     data: dict[str, object] = {"hook_event_name": "PreToolUse", "cwd": str(tmp_path / "wt-1")}
-    hookclient.attach_root(data)
+    hookclient.attach_root(data, env)
     assert data["engram_project_root"] == str(main.resolve())
+    # remembered per folder: the next event reads it without asking git
+    subprocess.run(["git", "worktree", "remove", "--force", str(tmp_path / "wt-1")], cwd=main)
+    again: dict[str, object] = {"cwd": str(tmp_path / "wt-1")}
+    hookclient.attach_root(again, env)
+    assert again["engram_project_root"] == str(main.resolve())
 
 
 # --- golden: the command client against a live server -------------------------------------

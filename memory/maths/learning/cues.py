@@ -83,6 +83,12 @@ REMEMBER = re.compile(
 )
 # A request to record a rule: "make a rule that …", "add to your rules that …", "update the
 # rule to say …", "put this in CLAUDE.md".
+# "add guidance / a note / a section to CLAUDE.md …": a request to write into the rules file.
+_ADD_NOTE_TO_RULES = (
+    r"\badd\s+(?:some\s+|a\s+|an\s+)?(?:guidance|note|section|rule|rules|instructions?|line|"
+    r"paragraph|something)\s+(?:to|into|in)\s+(?:the\s+|your\s+|our\s+)?@?(?:CLAUDE\.md|"
+    r"AGENTS\.md|rules|memory)\b"
+)
 RULE_REQUEST = re.compile(
     r"\b(?:make|create|write|draft)\s+(?:a|an|another)\s+(?:new\s+)?(?:(?:cursor|claude|copilot|"
     r"project|coding|team|naming|style|global|general|standing|agent|repo)\s+)?"
@@ -103,9 +109,7 @@ RULE_REQUEST = re.compile(
     r"|\b(?:put|write|record|note|save)\s+(?:this|that|it)\s+in\s+(?:the\s+|your\s+)?"
     r"(?:rules?|memory|CLAUDE\.md|AGENTS\.md)\b"
     # "add guidance into CLAUDE.md for future test creation": a note that names its topic
-    r"|\badd\s+(?:some\s+|a\s+|an\s+)?(?:guidance|note|section|rule|rules|instructions?|line|"
-    r"paragraph|something)\s+(?:to|into|in)\s+(?:the\s+|your\s+|our\s+)?@?(?:CLAUDE\.md|"
-    r"AGENTS\.md|rules|memory)\b[^.?!]{0,20}?\b(?:for|on|about|that|saying)\s+"
+    r"|" + _ADD_NOTE_TO_RULES + r"[^.?!]{0,20}?\b(?:for|on|about|that|saying)\s+"
     r"(?!(?:this|that|it|them|these|those)\b)\w",
     re.I,
 )
@@ -478,9 +482,8 @@ _CONTENT_FREE_REQUEST = re.compile(
 # "add guidance into CLAUDE.md for future test creation": names the rule's topic, not the rule;
 # stored as it stands it tells a later session nothing to do. A candidate, for review.
 _TOPIC_ONLY_NOTE = re.compile(
-    r"\badd\s+(?:some\s+|a\s+|an\s+)?(?:guidance|note|section|instructions?|line|paragraph|"
-    r"something)\s+(?:to|into|in)\s+(?:the\s+|your\s+|our\s+)?@?(?:CLAUDE\.md|AGENTS\.md|rules|"
-    r"memory)\b[^.?!:]{0,20}?\b(?:for|on|about)\s+(?:(?:the|future|all|any|new|every)\s+)*"
+    _ADD_NOTE_TO_RULES
+    + r"[^.?!:]{0,20}?\b(?:for|on|about)\s+(?:(?:the|future|all|any|new|every)\s+)*"
     r"[\w-]+(?:\s+[\w-]+)?(?:\s+(?:if|when|unless)\b[^.?!:]*)?\s*[.!?]*$",
     re.I,
 )
