@@ -159,6 +159,10 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
         )
         if engram.pk in busy:
             continue
+        if action is None and _rule_inside(engram):
+            # Stored before capture kept the rule itself: "create a rule that …" as it stands
+            # asks the agent to write the rule again.
+            action = "rule_inside"
         if action == "refine_keywords" and not _mostly_irrelevant_by_words(engram):
             # Judged irrelevant where the brief carried it, not where a prompt's words found
             # it: narrower keywords would change nothing the agent is given. One that never
@@ -413,6 +417,13 @@ def _propose(
             delivered,
             "Still below its effectiveness before escalating, 3 weeks running:",
         )
+    if action == "rule_inside":
+        return Proposal(
+            "rewrite",
+            {"statement": _rule_inside(engram)},
+            "heuristic",
+            "Stored as a request to record a rule: keep the rule it states.",
+        )
     if action == "staleness_review":
         return Proposal(
             "staleness_review",
@@ -497,9 +508,19 @@ def _propose(
     return None
 
 
+def _rule_inside(engram: Engram) -> str:
+    """The rule a stored request to record one carries ("" when it is no such request)."""
+    inside = learning.rule_inside(engram.statement)
+    if inside == engram.statement or textnorm.content_hash(inside) == engram.content_hash:
+        return ""
+    return inside
+
+
 def rewrite_fallback(statement: str, anti_pattern: str, trigger_context: str) -> str:
-    """The statement with its anti-pattern and trigger made explicit (no LLM)."""
-    text = statement.strip().rstrip(".")
+    """The statement with its anti-pattern and trigger made explicit (no LLM). A request to
+    record a rule ("create a skill that makes sure, whenever docs change, …") becomes the rule
+    it carries: emphasised as it stands, it would ask the agent to write the rule again."""
+    text = learning.rule_inside(statement.strip()).rstrip(".")
     parts = [text]
     if anti_pattern and anti_pattern.lower() not in text.lower():
         parts.append(f"never {anti_pattern.strip().rstrip('.')}")

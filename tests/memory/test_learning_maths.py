@@ -360,3 +360,54 @@ def test_lesson_check_refuses_what_is_not_a_lesson(statement: str, reason: str) 
 
 def test_lesson_check_accepts_a_standing_rule() -> None:
     assert L.lesson_check("Always use pnpm in this repo, never npm.").ok
+
+
+@pytest.mark.parametrize(
+    ("prompt", "rule"),
+    [
+        (
+            "create a rule that specifies that when fixing a bug to first always write a failing "
+            "test that covers the behavior",
+            "When fixing a bug, first always write a failing test that covers the behavior.",
+        ),
+        (
+            "Add a rule to CLAUDE.md that says never commit generated files.",
+            "Never commit generated files.",
+        ),
+        (
+            "Please update AGENTS.md to say that fixtures live in tests/data.",
+            "Fixtures live in tests/data.",
+        ),
+        (
+            "Make a skill that makes sure, whenever we change the docs, the sitemap is updated.",
+            "Whenever we change the docs, the sitemap is updated.",
+        ),
+        ("add a rule: never parse json with grep, use jq", "Never parse json with grep, use jq."),
+    ],
+)
+def test_a_request_to_record_a_rule_is_stored_as_the_rule_it_carries(
+    prompt: str, rule: str
+) -> None:
+    (draft,) = L.extract(prompt)
+    assert draft.statement == rule
+    assert draft.tier == L.TIER_EXPLICIT
+    assert draft.rationale and draft.rationale in prompt  # the person's words stay the quote
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "update the changelog rule to specify this history process i just asked you to do",
+        "Make a rule that covers it.",
+    ],
+)
+def test_a_request_that_points_back_keeps_its_own_words(prompt: str) -> None:
+    assert L.rule_inside(L.clean_clause(prompt)) == L.clean_clause(prompt)
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    ["Update the rules so that this is covered.", "go ahead and modify the rule accordingly"],
+)
+def test_a_bare_request_to_edit_the_rules_is_no_lesson(prompt: str) -> None:
+    assert L.extract(prompt) == []

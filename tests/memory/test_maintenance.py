@@ -611,3 +611,27 @@ def test_an_escalated_engram_still_below_for_three_windows_gets_a_reminder_propo
     assert leech.pre_escalation_effectiveness == pytest.approx(1 / 6)  # the first baseline
     later = escalated + timedelta(days=60)
     assert maintenance.maintain(owner=owner, now=later) == []  # the top rung: nothing further
+
+
+def test_a_stored_request_to_record_a_rule_is_rewritten_to_the_rule_it_carries(owner: Any) -> None:
+    engram = make_engram(
+        owner, statement="Create a rule that says always run make lint before pushing."
+    )
+    (item,) = maintenance.maintain(owner=owner)  # no outcomes needed: the words are the fault
+    assert item.engram_id == engram.pk
+    assert item.payload["change"] == "rewrite" and item.payload["producer"] == "heuristic"
+    assert item.payload["fields"] == {"statement": "Always run make lint before pushing."}
+    assert maintenance.maintain(owner=owner) == []
+    review.review_decide(owner=owner, item=item, action="approve", actor="person:alice")
+    engram.refresh_from_db()
+    assert engram.statement == "Always run make lint before pushing."
+    assert maintenance.maintain(owner=owner) == []
+
+
+def test_the_fallback_rewrite_of_an_ignored_request_is_the_rule_inside() -> None:
+    assert (
+        maintenance.rewrite_fallback(
+            "Create a skill that makes sure, whenever docs change, the sitemap is updated.", "", ""
+        )
+        == "Whenever docs change, the sitemap is updated."
+    )

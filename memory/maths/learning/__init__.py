@@ -27,6 +27,7 @@ from memory.maths.learning.extract import (
     focus,
     holds_credential,
     polarity_of,
+    rule_inside,
     tags_of,
     type_of,
 )
@@ -144,6 +145,7 @@ __all__ = [
     "polarity_of",
     "prose",
     "render_entries",
+    "rule_inside",
     "same_rule_other_value",
     "sentences",
     "split_complete",

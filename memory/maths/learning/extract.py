@@ -258,6 +258,66 @@ def focus(sentence: str) -> str:
     return sentence
 
 
+# A request to record a rule that carries the rule: "create a rule that specifies that when
+# fixing a bug …", "add a rule to CLAUDE.md saying …", "update AGENTS.md to say that …", "make a
+# skill that makes sure, whenever docs change, …". Stored as it stands, the request tells a later
+# session to write the rule again; the rule itself is what was meant (`rule_inside`).
+_RECORD_VERB = (
+    r"(?:make|create|write|draft|add|set\s+up|record|save|update|amend|change|edit|extend|modify)"
+)
+_RULE_NOUN = (
+    r"(?:rules?|guidelines?|instructions?|conventions?|skills?|notes?|memor(?:y|ies)|"
+    r"@?[\w./-]*(?:CLAUDE\.md|AGENTS\.md|\.mdc|\.cursorrules|copilot-instructions(?:\.md)?))"
+)
+_RULE_WRAPPER = re.compile(
+    r"^" + _RECORD_VERB + r"\s+(?:[\w@.'\"-]+\s+){0,4}?" + _RULE_NOUN + r"\b"
+    r"[^.!?:]{0,120}?(?:\b(?:that|which|saying|stating)\b|\bto\s+(?:say|specify|state|require|"
+    r"note|mention|include)\b|:)\s*"
+    r"(?:(?:says?|states?|specif(?:y|ies)|requires?|makes?\s+sure|ensures?|mentions?|"
+    r"tells?\s+(?:you|claude|the\s+agent)(?:\s+to)?)\b\s*)?(?:that\b)?[\s,:]*",
+    re.I,
+)
+# "Update the rules.", "Create a skill.": the request with nothing of the rule in it ("add this
+# to CLAUDE.md" points at what came before and stays a candidate).
+_BARE_REQUEST = re.compile(
+    r"^"
+    + _RECORD_VERB
+    + r"\s+(?:(?!(?:this|that|it|these|those)\b)[\w@.'\"-]+\s+){0,3}?"
+    + _RULE_NOUN
+    + r"(?:\s+(?:file|files|accordingly|"
+    r"too|as\s+well))?\s*[.!]?$",
+    re.I,
+)
+# What follows that points back instead of stating the rule: "… to specify this process I just
+# asked for", "… that covers it": the request is kept as it stands (the rule is elsewhere).
+_REFERENCE_ONLY = re.compile(
+    r"^(?:this|that|it|these|those|them|what|the\s+(?:following|above|same))\b|^covers?\b", re.I
+)
+# "when fixing a bug to first create …" → "When fixing a bug, first create …".
+_WHEN_TO = re.compile(
+    r"^((?:when|whenever|before|after|if|while|each\s+time|every\s+time)\b[^.!?]{3,120}?)"
+    r"\s+to\s+(?!(?:the|a|an|this|that|my|our|your|its|their|it|them|me|us|do|be)\b)(\w.*)$",
+    re.I,
+)
+
+
+def rule_inside(statement: str) -> str:
+    """The rule a request to record one carries ("create a rule that when fixing a bug to first
+    write a failing test" → "When fixing a bug, first write a failing test."); `statement`
+    unchanged when it is no such request or names no rule after it."""
+    match = _RULE_WRAPPER.match(statement)
+    if match is None:
+        return statement
+    rest = statement[match.end() :].strip().rstrip(".!").strip()
+    if len(_WORD.findall(rest)) < MIN_CLAUSE_WORDS or _REFERENCE_ONLY.match(rest):
+        return statement
+    rest = re.sub(r"^to\s+", "", rest, flags=re.I)
+    when = _WHEN_TO.match(rest)
+    if when:
+        rest = f"{when.group(1).rstrip(' ,')}, {when.group(2)}"
+    return clean_clause(rest)
+
+
 # A cleaned clause that asks for attention or effort but names no practice is not a lesson.
 _META = re.compile(
     r"^(?:pay(?:ing)?\s+(?:extra\s+|close\s+)?attention|focus|shift|proceed|try\s+(?:something|"
@@ -301,9 +361,11 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
     clauses = list(classify(prompt).clauses)
     for clause in clauses:
         part = focus(clause.text)
-        statement = clean_clause(part)
+        statement = rule_inside(clean_clause(part))
         if len(_WORD.findall(statement)) < MIN_CLAUSE_WORDS or holds_credential(clause.text):
             continue
+        if _BARE_REQUEST.match(statement):
+            continue  # "update the rules so that this is covered": the rule is elsewhere
         if _META.match(statement) and not cues.is_standing(statement):
             continue  # "Let's make a new rule …" and "We want X, not Y" stay
         key = statement.casefold()
