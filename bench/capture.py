@@ -20,8 +20,9 @@ the capture task calls on a prompt or a transcript's user entry) over:
   rules may be written from what `--show real-fp|real-fn|real-fn-active|real-task` prints, which
   is this part only), `held_out` (every other repository: only ever scored, never printed),
   `held_out_2` (`$ENGRAM_TRANSCRIPTS2`, default `/work/data/transcripts2`: a second corpus of
-  other repositories, labelled the same way, only scored; `held_out_both` sums the two) and
-  the `whole`; the same figures as for the coding prompts;
+  other repositories, labelled the same way, only scored), `held_out_3` (`$ENGRAM_TRANSCRIPTS3`,
+  default `/work/data/transcripts3`: a third, likewise; `held_out_all` sums every held-out part)
+  and the `whole`; the same figures as for the coding prompts;
 - a transcript replay: MemoryCode held-out sessions as Claude Code JSONL (mentee turns as
   assistant entries) and, when `$ENGRAM_TRANSCRIPTS` (default `/work/data/transcripts`) holds
   `*.jsonl` files, the real transcripts there: drafts whose quote is not in a user entry
@@ -64,6 +65,7 @@ PAIRS = EVAL / "coding-prompts" / "dev-pairs.jsonl"
 TRANSCRIPTS = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/work/data/transcripts"))
 # A second real corpus, collected later from other repositories: held out as a whole.
 TRANSCRIPTS2 = Path(os.environ.get("ENGRAM_TRANSCRIPTS2", "/work/data/transcripts2"))
+TRANSCRIPTS3 = Path(os.environ.get("ENGRAM_TRANSCRIPTS3", "/work/data/transcripts3"))
 # The real transcripts' dev part (its rows may be read); every other repository is held out.
 REAL_DEV_REPOS = frozenset({"entireio/cli"})
 ACTIVE = {learning.TIER_EXPLICIT, learning.TIER_CORRECTION}
@@ -174,11 +176,15 @@ def real_prompts(costs: list[float], show: str) -> dict[str, object] | str:
         "held_out": _summary(held_out),
         "whole": _summary(dev + held_out),
     }
-    later = TRANSCRIPTS2 / "labels.jsonl"
-    if later.exists():  # only ever scored, never printed
-        second = _tally(costs, "", [json.loads(line) for line in later.open()])
-        out["held_out_2"] = _summary(second)
-        out["held_out_both"] = _summary(held_out + second)
+    every_held_out = Counter(held_out)
+    for name, folder in (("held_out_2", TRANSCRIPTS2), ("held_out_3", TRANSCRIPTS3)):
+        later = folder / "labels.jsonl"
+        if later.exists():  # only ever scored, never printed
+            more = _tally(costs, "", [json.loads(line) for line in later.open()])
+            out[name] = _summary(more)
+            every_held_out += more
+    if every_held_out["prompts"] > held_out["prompts"]:
+        out["held_out_all"] = _summary(every_held_out)
     return out
 
 

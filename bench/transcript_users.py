@@ -34,7 +34,13 @@ def _jsonl(path: Path) -> list[dict[str, object]]:
 
 def audit(folder: Path) -> dict[str, object]:
     """Counts of the parser's user entries against the labels in `folder`."""
-    typed = {str(r["uuid"]): str(r["text"]).strip() for r in _jsonl(folder / "labels.jsonl")}
+    rows = _jsonl(folder / "labels.jsonl")
+    typed = {str(r["uuid"]): str(r["text"]).strip() for r in rows}
+    # What the person typed after a slash command: their words, but a slash-command entry is
+    # never taken as theirs (issue #24's contract), so it is counted apart, not as missed.
+    command_args = {
+        str(r["uuid"]) for r in rows if r.get("command") or "command-args" in str(r.get("note", ""))
+    }
     not_typed = {
         str(r["uuid"]): str(r["reason"]) for r in _jsonl(folder / "non_human_user_entries.jsonl")
     }
@@ -66,7 +72,8 @@ def audit(folder: Path) -> dict[str, object]:
         "not typed but taken": sum(wrong.values()),
         "by reason": dict(wrong),
         "examples": examples,
-        "typed prompts missed": len(set(typed) - taken),
+        "typed prompts missed": len(set(typed) - taken - command_args),
+        "slash-command arguments (never taken)": len(command_args - taken),
         "typed prompts with other text": other_text,
     }
 

@@ -405,3 +405,28 @@ def test_engram_hook_sending_a_rewritten_shorter_file_whole_is_read_again(api: C
     assert Engram.objects.get(statement="Always run ruff before committing.").derivation_count == 1
     session.refresh_from_db()
     assert session.transcript_offset == sum(len(x.encode()) + 1 for x in lines)
+
+
+def test_a_message_typed_while_a_tool_ran_is_the_persons() -> None:
+    """Claude Code files a message queued during a tool call beside that call's result."""
+    line = entry(
+        "user",
+        [
+            {"type": "tool_result", "tool_use_id": "toolu_07", "content": "ok: 3 files"},
+            {"type": "text", "text": "and remember that we use pagination in every list view"},
+        ],
+        "u-queued",
+    )
+    result, typed = L.parse_line(line)
+    assert (result.kind, result.tool_id) == ("tool_result", "toolu_07")
+    assert (typed.kind, typed.uuid) == ("user", "u-queued")
+    assert typed.text == "and remember that we use pagination in every list view"
+    interrupted = entry(
+        "user",
+        [
+            {"type": "tool_result", "tool_use_id": "toolu_08", "content": "rejected"},
+            {"type": "text", "text": "[Request interrupted by user for tool use]"},
+        ],
+        "u-int-2",
+    )
+    assert [e.kind for e in L.parse_line(interrupted)] == ["tool_result"]

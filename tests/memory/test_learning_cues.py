@@ -629,3 +629,39 @@ def test_words_quoted_from_the_agent_are_not_the_persons_rule() -> None:
     # The person's own rule after the quote is kept.
     kept = L.extract("You wrote: never retry. From now on, always retry twice.")
     assert [d.statement for d in kept] == ["Always retry twice."]
+
+
+def test_a_reason_cut_off_the_rule_does_not_make_it_standing() -> None:
+    (draft,) = L.extract(
+        "I asked you why you skipped the lint step, because we want you in the future to run it."
+    )
+    assert draft.statement == "I asked you why you skipped the lint step."
+    assert draft.tier == L.TIER_INFERRED
+
+
+@pytest.mark.parametrize(
+    ("prompt", "tier"),
+    [
+        ("That seems fine for now, though we might want to revisit the cache in future.", "C"),
+        ("Maybe in the future we could cache the index.", "C"),
+        ("I think from now on we should always use pnpm.", "A"),
+    ],
+)
+def test_a_hedge_with_a_vague_future_is_a_maybe_later(prompt: str, tier: str) -> None:
+    drafts = L.extract(prompt)
+    assert (drafts[0].tier if drafts else "C") == tier
+
+
+def test_inside_a_long_discussion_a_habit_said_in_passing_waits_for_review() -> None:
+    discussion = (
+        "The gradient looks off in the dark theme. The segment colours come from the palette. "
+        "We only use the palette colours for segments. What do you think about a fallback? "
+        "Let me know before changing anything."
+    )
+    (draft,) = [d for d in L.extract(discussion) if "palette colours" in d.statement]
+    assert draft.tier == L.TIER_INFERRED
+    marked = discussion.replace("We only use", "In this repo we only use")
+    (draft,) = [d for d in L.extract(marked) if "palette colours" in d.statement]
+    assert draft.tier == L.TIER_EXPLICIT
+    (alone,) = L.extract("We only use the palette colours for segments.")
+    assert alone.tier == L.TIER_EXPLICIT

@@ -489,6 +489,34 @@ _TOPIC_ONLY_NOTE = re.compile(
 )
 
 
+# The scope named outright: "in this repo …", "for this project …", "as a (general) rule".
+_NAMED_SCOPE = re.compile(
+    r"\b(?:in|for)\s+this\s+(?:repo(?:sitory)?|project|codebase|code\s*base|team|monorepo)\b"
+    r"|\bas\s+a\s+(?:general\s+)?rule\b",
+    re.I,
+)
+
+
+def marked(sentence: str) -> bool:
+    """True when a rule-like sentence says outright that it lasts: always/never to the agent, a
+    standing time ("from now on", "next time"), a request to record a rule, "remember that we",
+    or the scope named ("in this repo", "as a rule"). Inside a long discussion prompt a habit
+    stated in passing ("we only X", "I don't want Y", "use it everywhere") is often about the
+    design at hand; without one of these it waits for recurrence or review (tier C)."""
+    sentence = plain_intent(sentence)
+    return bool(
+        ALWAYS_NEVER.search(sentence)
+        or STANDING_TIME.search(sentence)
+        or RULE_REQUEST.search(sentence)
+        or REMEMBER.search(sentence)
+        or _NAMED_SCOPE.search(sentence)
+    )
+
+
+# "in (the) future" alone, which a hedge turns into "some day" ("we might improve this in future").
+_VAGUE_FUTURE = re.compile(IN_FUTURE, re.I)
+
+
 def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     """Tier of a rule-like sentence: A when it is unmistakably meant to last (a standing time,
     always/never to the agent, a project convention, "remember that we", a rule request, a
@@ -501,7 +529,10 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
         # "Add this to CLAUDE.md": the rule is in what came before, not in the words kept
         content_free = _CONTENT_FREE_REQUEST.match(sentence) or _TOPIC_ONLY_NOTE.search(sentence)
         return TIER_INFERRED if content_free else TIER_EXPLICIT
-    if (HEDGE.search(sentence) or ABOUT_A_WORK_ITEM.match(sentence)) and not timed:
+    if HEDGE.search(sentence) and not STANDING_TIME.search(_VAGUE_FUTURE.sub(" ", sentence)):
+        # "we might want to improve this in future": a maybe-later, not a rule
+        return TIER_INFERRED
+    if ABOUT_A_WORK_ITEM.match(sentence) and not timed:
         return TIER_INFERRED
     standing = bool(
         timed

@@ -17,10 +17,14 @@ from memory.maths.learning.text import (
     _WORD,
     CORRECTION,
     INSTRUCTION,
+    LONG_PROMPT_SENTENCES,
     MAX_CLAUSE_CHARS,
     MAX_DRAFTS_PER_PROMPT,
     MAX_QUOTE_CHARS,
     MIN_CLAUSE_WORDS,
+    TIER_EXPLICIT,
+    TIER_INFERRED,
+    sentences,
 )
 from memory.scanner import scan_secrets
 
@@ -359,6 +363,7 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
     drafts: list[LessonDraft] = []
     seen: set[str] = set()
     clauses = list(classify(prompt).clauses)
+    discussion = bool(clauses) and len(sentences(prompt)) >= LONG_PROMPT_SENTENCES
     for clause in clauses:
         part = focus(clause.text)
         statement = rule_inside(clean_clause(part))
@@ -373,12 +378,15 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
             continue
         seen.add(key)
         # The tier is earned by the part that is kept: "keep X, but always write Y now" keeps
-        # "keep X", which "always" does not make a standing rule.
+        # "keep X", which "always" does not make a standing rule; nor does "in the future" in
+        # the reason cut off after it ("I asked why you skipped X, because in the future …").
         tier = clause.tier or cues.tier_of(
-            part,
+            _TRAILING_REASON.sub("", part).strip() or part,  # not a reason's words
             first=clause.index == 0 and clause.text.startswith(part),
             correction=clause.kind == CORRECTION,
         )
+        if tier == TIER_EXPLICIT and discussion and not cues.marked(part):
+            tier = TIER_INFERRED  # said in passing inside a discussion: a candidate
         drafts.append(
             LessonDraft(
                 statement=statement,

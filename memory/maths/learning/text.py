@@ -20,6 +20,9 @@ MAX_DRAFTS_PER_SESSION = 20
 # Only the first part of a very long prompt is classified (pasted material sits at the end).
 MAX_CLASSIFIED_CHARS = 20_000
 MIN_CLAUSE_WORDS = 3
+# A prompt of this many sentences or more is a discussion (a design, a plan, a bug report): a
+# rule-like line inside it is active at once only with an explicit marker (`cues.marked`).
+LONG_PROMPT_SENTENCES = 4
 MAX_CLAUSE_CHARS = 300
 MAX_QUOTE_CHARS = 500
 

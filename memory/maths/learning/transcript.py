@@ -156,8 +156,8 @@ def _message_entries(kind: str, content: Any) -> list[Entry]:
                 elif block.get("type") == "text":
                     texts.append(str(block.get("text") or ""))
             text = user_words("\n".join(t for t in texts if t.strip()))
-            if text and not entries:  # text beside a tool result is Claude Code's, not typed
-                entries.insert(0, Entry("user", text=text))
+            if text:  # beside a tool result: typed while the tool ran (a queued message)
+                entries.append(Entry("user", text=text))
         return entries
     if isinstance(content, str):
         return [Entry("assistant", text=content)] if content.strip() else []
