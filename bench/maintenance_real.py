@@ -97,11 +97,21 @@ def _cwd(lines: list[bytes], folder: str) -> str:
     return f"/work/{folder}"
 
 
-def events(lines: list[bytes]) -> list[tuple[int, str, dict[str, Any]]]:
-    """(line number, hook event, fields) in transcript order: typed prompts and tool calls."""
+def events(
+    lines: list[bytes], replayed: set[str] | None = None
+) -> list[tuple[int, str, dict[str, Any]]]:
+    """(line number, hook event, fields) in transcript order: typed prompts and tool calls.
+
+    `replayed` holds the entry uuids of the owner's sessions replayed before: a resumed or
+    forked session's file starts with a copy of the earlier history (uuids kept), which Claude
+    Code never sends to the hooks again, so those entries are skipped (and the new ones added)."""
     from memory.maths import learning
 
     entries = learning.parse_lines(lines)
+    if replayed is not None:
+        fresh = [e for e in entries if not (e.uuid and e.uuid in replayed)]
+        replayed.update(e.uuid for e in entries if e.uuid)
+        entries = fresh
     results = {e.tool_id: e for e in entries if e.kind == "tool_result"}
     out: list[tuple[int, str, dict[str, Any]]] = []
     for entry in entries:
@@ -145,6 +155,7 @@ def replay_owner(folder: Path, served: Path, limit: int) -> dict[str, Any]:
     if limit:
         files = files[:limit]
     prompts = calls = 0
+    replayed: set[str] = set()
     for number, (_, path, lines) in enumerate(files):
         sid = f"{folder.name}-{number}-{path.stem}"[:200]
         cwd = _cwd(lines, folder.name)
@@ -179,7 +190,7 @@ def replay_owner(folder: Path, served: Path, limit: int) -> dict[str, Any]:
                 raise SystemExit(f"{event} answered {answer.status_code}: {answer.content[:300]!r}")
 
         post("SessionStart", 0, source="startup")
-        for line, kind, fields in events(lines):
+        for line, kind, fields in events(lines, replayed):
             if kind == "prompt":
                 prompts += 1
                 post("UserPromptSubmit", line, prompt=fields["prompt"])

@@ -55,6 +55,7 @@ class LearningSignal(models.Model):
         indexes: ClassVar = [
             models.Index(fields=["owner", "-created_at"], name="signal_recent"),
             models.Index(fields=["session", "digest"], name="signal_session_digest"),
+            models.Index(fields=["owner", "digest"], name="signal_owner_digest"),
         ]
 
     def __str__(self) -> str:

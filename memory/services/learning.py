@@ -393,18 +393,26 @@ def _entry_of(
 
 def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
     """A transcript delta's entries without the prompts UserPromptSubmit already captured as
-    signals of the session (they are extracted from their own signal, never twice)."""
-    captured = set(
-        LearningSignal.objects.filter(
-            session=signal.session_id, kind=LearningSignal.Kind.PROMPT
-        ).values_list("digest", flat=True)
-    )
+    signals of the session (they are extracted from their own signal, never twice), and
+    without the entries a resumed or forked session copied from an earlier one: Claude Code
+    copies the history into the new session's file with each entry's uuid kept, and the
+    prompts in it were not typed again, so they are no recurrence."""
     entries = learning.parse_lines(signal.text.split("\n"))
-    # A transcript rewritten and read again: the entries already learned from stay learned.
+    typed = [e for e in entries if e.kind == "user"]
+    digests = {_digest(e.text[:MAX_SIGNAL_CHARS]) for e in typed}
+    prompts = LearningSignal.objects.filter(
+        owner=signal.owner_id, kind=LearningSignal.Kind.PROMPT, digest__in=digests
+    )
+    captured = set(prompts.filter(session=signal.session_id).values_list("digest", flat=True))
+    # … the same words typed as a prompt in another session that this transcript holds a copy
+    # of (a prompt's own signal carries no entry uuid); a restatement typed anew arrives as a
+    # prompt of this session and is captured there.
+    copied = set(prompts.exclude(session=signal.session_id).values_list("digest", flat=True))
+    # A transcript rewritten and read again, or a copy of an entry learned from in another
+    # session (an imported or resumed session): the entries already learned from stay learned.
     learned = set(
         LearningDraft.objects.filter(
-            session=signal.session_id,
-            entry_uuid__in=[e.uuid for e in entries if e.kind == "user" and e.uuid],
+            owner=signal.owner_id, entry_uuid__in=[e.uuid for e in typed if e.uuid]
         ).values_list("entry_uuid", flat=True)
     )
     return [
@@ -412,7 +420,7 @@ def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
         for entry in entries
         if entry.kind != "user"
         or (
-            _digest(entry.text[:MAX_SIGNAL_CHARS]) not in captured
+            _digest(entry.text[:MAX_SIGNAL_CHARS]) not in captured | copied
             and not (entry.uuid and entry.uuid in learned)
         )
     ]

@@ -430,3 +430,49 @@ def test_a_message_typed_while_a_tool_ran_is_the_persons() -> None:
         "u-int-2",
     )
     assert [e.kind for e in L.parse_line(interrupted)] == ["tool_result"]
+
+
+WISH = "I think we should use pytest fixtures instead of setUp methods."
+
+
+def candidate_status() -> list[str]:
+    return list(Engram.objects.values_list("status", flat=True))
+
+
+def test_a_resumed_sessions_copy_of_a_prompt_is_no_recurrence(api: Client, tmp_path: Path) -> None:
+    """Claude Code starts a resumed or forked session's file with a copy of the earlier history
+    (each entry's uuid kept, the session id new); the prompts in it were not typed again."""
+    first, fork = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text(entry("user", WISH, "u-wish"))
+    hook(api, "UserPromptSubmit", prompt=WISH)
+    hook(api, "Stop", transcript_path=str(first))
+    fork.write_text(entry("user", WISH, "u-wish", sessionId="fork") + entry("user", "ok go", "u-2"))
+    hook(api, "SessionStart", session="fork", source="resume")
+    hook(api, "Stop", session="fork", transcript_path=str(fork))
+    for session in AgentSession.objects.all():
+        learning.session_capture(session_pk=session.pk)
+    assert LearningSignal.objects.filter(session__session_id="fork").exists()  # it was read
+    assert candidate_status() == ["candidate"]
+    hook(api, "UserPromptSubmit", session="later", prompt=WISH)  # typed again: a recurrence
+    learning.session_capture(session_pk=AgentSession.objects.get(session_id="later").pk)
+    assert candidate_status() == ["active"]
+
+
+def test_imported_sessions_count_one_entry_once_and_a_new_one_again(
+    api: Client, tmp_path: Path
+) -> None:
+    """Transcript-only sessions (an import, Stop hooks alone): a copied entry (same uuid) is
+    no recurrence; the same words in a new entry are."""
+    for name, uuid in (("import-1", "u-wish"), ("import-2", "u-wish")):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(entry("user", WISH, uuid, sessionId=name))
+        hook(api, "SessionStart", session=name, source="startup")
+        hook(api, "Stop", session=name, transcript_path=str(path))
+        learning.session_capture(session_pk=AgentSession.objects.get(session_id=name).pk)
+    assert candidate_status() == ["candidate"]
+    path = tmp_path / "import-3.jsonl"
+    path.write_text(entry("user", WISH, "u-new", sessionId="import-3"))
+    hook(api, "SessionStart", session="import-3", source="startup")
+    hook(api, "Stop", session="import-3", transcript_path=str(path))
+    learning.session_capture(session_pk=AgentSession.objects.get(session_id="import-3").pk)
+    assert candidate_status() == ["active"]
