@@ -448,6 +448,7 @@ def transcript_calls(entries: list[dict[str, Any]]) -> tuple[str, list[dict[str,
             output, error, when = results.get(str(block.get("id")), ("", False, ""))
             calls.append(
                 {
+                    "id": str(block.get("id") or ""),
                     "tool": str(block.get("name") or ""),
                     "input": block.get("input") if isinstance(block.get("input"), dict) else {},
                     "output": output,
@@ -476,8 +477,12 @@ def real_replay(owner: Any, raw: str, directory: Path, *, pre: bool = True) -> d
     client = Client(headers={"Authorization": f"Bearer {raw}"})
     files = sorted(directory.glob("*/*.jsonl"))
     sessions = []
-    for path in files:
+    seen: set[str] = set()  # a resumed or forked session's file repeats the earlier calls (ids
+    for path in files:  # kept), which Claude Code never sends to the hooks again
         cwd, calls = transcript_calls(transcript_entries(path))
+        fresh = [c for c in calls if not (c["id"] and c["id"] in seen)]
+        seen.update(c["id"] for c in calls if c["id"])
+        calls = fresh
         if calls:
             sessions.append((path, cwd, calls))
     times = [t for _, _, calls in sessions for c in calls if (t := _parse_time(c["when"]))]

@@ -17,8 +17,9 @@ rules by source, candidates) and every maintenance proposal with its engram's st
 stated it, its outcomes and the proposal's reason. `--proposals FILE` writes them as JSON lines
 for labelling; `--labels FILE` (default bench/labels/maintenance_real.jsonl: {"owner", "corpus",
 "text", "change", "label": "useful" | "not", "why"}) reads the hand labels back and prints the share
-a careful user would accept. The labels cover every proposal of both real corpora (run once with
-the default folder and once with `--transcripts /work/data/transcripts2`).
+a careful user would accept. The labels cover every proposal of the three real corpora (run once
+with the default folder and once with a folder linking every repository folder of
+/work/data/transcripts2 and /work/data/transcripts3).
 
     .venv/bin/python bench/maintenance_real.py [--limit-sessions N] [--proposals FILE]
 """
