@@ -404,12 +404,9 @@ def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
         owner=signal.owner_id, kind=LearningSignal.Kind.PROMPT, digest__in=digests
     )
     captured = set(prompts.filter(session=signal.session_id).values_list("digest", flat=True))
-    # … the same words typed as a prompt in another session that this transcript holds a copy
-    # of (a prompt's own signal carries no entry uuid); a restatement typed anew arrives as a
-    # prompt of this session and is captured there.
+    # Another session's prompt copied here (its signal has no uuid); typed anew, it is a prompt.
     copied = set(prompts.exclude(session=signal.session_id).values_list("digest", flat=True))
-    # A transcript rewritten and read again, or a copy of an entry learned from in another
-    # session (an imported or resumed session): the entries already learned from stay learned.
+    # A transcript read again, or an entry learned from in another session: learned once.
     learned = set(
         LearningDraft.objects.filter(
             owner=signal.owner_id, entry_uuid__in=[e.uuid for e in typed if e.uuid]
