@@ -452,7 +452,7 @@ def test_a_wrapper_is_removed_and_what_the_person_typed_is_kept() -> None:
     ("prompt", "start"),
     [
         ("Let's make a new rule, with a glob for test files, that says fixtures live in conftest",
-         "Let's make a new rule"),
+         "Fixtures live in conftest"),  # the rule the request carries
         ("we want to test the service layer, not the HTTP handler", "We want to test the service"),
         ("the lockfile should always be committed with the manifest", "The lockfile should always"),
         ("could we improve the commit rule to make sure you always sign commits?",

@@ -383,6 +383,10 @@ def test_lesson_check_accepts_a_standing_rule() -> None:
             "Whenever we change the docs, the sitemap is updated.",
         ),
         ("add a rule: never parse json with grep, use jq", "Never parse json with grep, use jq."),
+        (
+            "let's update CLAUDE.md but make sure that the agent asks before running the e2e tests",
+            "The agent asks before running the e2e tests.",
+        ),
     ],
 )
 def test_a_request_to_record_a_rule_is_stored_as_the_rule_it_carries(
@@ -411,3 +415,7 @@ def test_a_request_that_points_back_keeps_its_own_words(prompt: str) -> None:
 )
 def test_a_bare_request_to_edit_the_rules_is_no_lesson(prompt: str) -> None:
     assert L.extract(prompt) == []
+
+
+def test_a_task_that_only_names_a_file_is_not_a_rule_request() -> None:
+    assert L.extract("Update the README and make sure that the tests pass.") == []

@@ -95,7 +95,9 @@ RULE_REQUEST = re.compile(
     r"(?:rule|guideline)\b"
     r"|\b(?:update|edit|amend|change|extend|add\s+to)\s+(?:the\s+|your\s+|our\s+)?@?[\w./-]*"
     r"(?:\.mdc|CLAUDE\.md|AGENTS\.md|copilot-instructions(?:\.md)?|\.cursorrules)\b"
-    r"[^.?!]{0,40}?\bto\s+(?:specify|say|mention|include|note|state|require|cover|explain)\b"
+    r"[^.?!]{0,40}?(?:\bto\s+(?:specify|say|mention|include|note|state|require|cover|explain)\b"
+    # "update CLAUDE.md but make sure that claude asks before …": what the file must say
+    r"|\b(?:but|and|to)\s+(?:make\s+sure|ensure)\s+(?:that|it\s+says)\b)"
     r"|\b(?:the|that|this|your)\s+rules?\s+(?:should\s+)?(?:says?|mentions?|states?|specif(?:y|ies)|"
     r"requires?|includes?)\b"
     r"|\b(?:make|create|add|write|set\s+up|draft|update|amend|change|extend|improve|revise|"

@@ -274,7 +274,11 @@ _RULE_NOUN = (
     r"@?[\w./-]*(?:CLAUDE\.md|AGENTS\.md|\.mdc|\.cursorrules|copilot-instructions(?:\.md)?))"
 )
 _RULE_WRAPPER = re.compile(
-    r"^" + _RECORD_VERB + r"\s+(?:[\w@.'\"-]+\s+){0,4}?" + _RULE_NOUN + r"\b"
+    r"^(?:let'?s\s+|please\s+)?"
+    + _RECORD_VERB
+    + r"\s+(?:[\w@.'\"-]+\s+){0,4}?"
+    + _RULE_NOUN
+    + r"\b"
     r"[^.!?:]{0,120}?(?:\b(?:that|which|saying|stating)\b|\bto\s+(?:say|specify|state|require|"
     r"note|mention|include)\b|:)\s*"
     r"(?:(?:says?|states?|specif(?:y|ies)|requires?|makes?\s+sure|ensures?|mentions?|"
