@@ -322,6 +322,8 @@ TIERS = [
     ("In this project we keep SQL in the repository layer.", "A"),
     ("Remember that we deploy from the release branch only.", "A"),
     ("Make a rule that new endpoints get a contract test.", "A"),
+    ("Go ahead and update the rules to take these suggestions into account.", "C"),
+    ("Update CLAUDE.md to include this.", "C"),
     ("No, use pnpm here, not npm.", "B"),
     ("Actually, call the service instead of the model.", "B"),
     ("Use pnpm to install the dependencies.", ""),

@@ -519,6 +519,16 @@ def marked(sentence: str) -> bool:
 _VAGUE_FUTURE = re.compile(IN_FUTURE, re.I)
 
 
+# "update the rules to take these suggestions into account": the rule is in what came before.
+_POINTS_BACK = re.compile(
+    r"\bto\s+(?:take|incorporate|include|reflect|cover|capture|account\s+for|match)\s+"
+    r"(?:all\s+)?(?:these|this|that|those|them|it|the\s+above|your|my|our)\b"
+    r"(?:\s+(?:suggestions?|changes?|feedback|points?|notes?|comments?|ideas?|findings?|"
+    r"learnings?|decisions?))?(?:\s+into\s+account)?\s*[.!?]*$",
+    re.I,
+)
+
+
 def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     """Tier of a rule-like sentence: A when it is unmistakably meant to last (a standing time,
     always/never to the agent, a project convention, "remember that we", a rule request, a
@@ -529,7 +539,11 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     timed = bool(STANDING_TIME.search(sentence))
     if RULE_REQUEST.search(sentence) and not HEDGE.search(sentence):
         # "Add this to CLAUDE.md": the rule is in what came before, not in the words kept
-        content_free = _CONTENT_FREE_REQUEST.match(sentence) or _TOPIC_ONLY_NOTE.search(sentence)
+        content_free = (
+            _CONTENT_FREE_REQUEST.match(sentence)
+            or _TOPIC_ONLY_NOTE.search(sentence)
+            or _POINTS_BACK.search(sentence)
+        )
         return TIER_INFERRED if content_free else TIER_EXPLICIT
     if HEDGE.search(sentence) and not STANDING_TIME.search(_VAGUE_FUTURE.sub(" ", sentence)):
         # "we might want to improve this in future": a maybe-later, not a rule
