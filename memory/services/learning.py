@@ -400,12 +400,13 @@ def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
     entries = learning.parse_lines(signal.text.split("\n"))
     typed = [e for e in entries if e.kind == "user"]
     digests = {_digest(e.text[:MAX_SIGNAL_CHARS]) for e in typed}
-    prompts = LearningSignal.objects.filter(
-        owner=signal.owner_id, kind=LearningSignal.Kind.PROMPT, digest__in=digests
+    # This session's prompts, and another session's prompt copied here (its signal has no
+    # uuid; typed anew, it would be a prompt of this session): both are captured already.
+    captured = set(
+        LearningSignal.objects.filter(
+            owner=signal.owner_id, kind=LearningSignal.Kind.PROMPT, digest__in=digests
+        ).values_list("digest", flat=True)
     )
-    captured = set(prompts.filter(session=signal.session_id).values_list("digest", flat=True))
-    # Another session's prompt copied here (its signal has no uuid); typed anew, it is a prompt.
-    copied = set(prompts.exclude(session=signal.session_id).values_list("digest", flat=True))
     # A transcript read again, or an entry learned from in another session: learned once.
     learned = set(
         LearningDraft.objects.filter(
@@ -417,7 +418,7 @@ def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
         for entry in entries
         if entry.kind != "user"
         or (
-            _digest(entry.text[:MAX_SIGNAL_CHARS]) not in captured | copied
+            _digest(entry.text[:MAX_SIGNAL_CHARS]) not in captured
             and not (entry.uuid and entry.uuid in learned)
         )
     ]

@@ -81,6 +81,12 @@ REMEMBER = re.compile(
     r"|\b(?:don'?t|do\s+not)\s+forget\s+that\s+(?:we|in\s+this|this\s+(?:repo|project))\b",
     re.I,
 )
+# A file of rules for a coding agent, and the verbs that record or change one (shared with the
+# extractor's `rule_inside`).
+RULES_FILE = r"(?:\.mdc|CLAUDE\.md|AGENTS\.md|copilot-instructions(?:\.md)?|\.cursorrules)"
+RECORD_VERB = (
+    r"(?:make|create|write|draft|add|set\s+up|record|save|update|amend|change|edit|extend|modify)"
+)
 # A request to record a rule: "make a rule that …", "add to your rules that …", "update the
 # rule to say …", "put this in CLAUDE.md".
 # "add guidance / a note / a section to CLAUDE.md …": a request to write into the rules file.
@@ -94,7 +100,8 @@ RULE_REQUEST = re.compile(
     r"project|coding|team|naming|style|global|general|standing|agent|repo)\s+)?"
     r"(?:rule|guideline)\b"
     r"|\b(?:update|edit|amend|change|extend|add\s+to)\s+(?:the\s+|your\s+|our\s+)?@?[\w./-]*"
-    r"(?:\.mdc|CLAUDE\.md|AGENTS\.md|copilot-instructions(?:\.md)?|\.cursorrules)\b"
+    + RULES_FILE
+    + r"\b"
     r"[^.?!]{0,40}?(?:\bto\s+(?:specify|say|mention|include|note|state|require|cover|explain)\b"
     # "update CLAUDE.md but make sure that claude asks before …": what the file must say
     r"|\b(?:but|and|to)\s+(?:make\s+sure|ensure)\s+(?:that|it\s+says)\b)"

@@ -266,16 +266,14 @@ def focus(sentence: str) -> str:
 # fixing a bug …", "add a rule to CLAUDE.md saying …", "update AGENTS.md to say that …", "make a
 # skill that makes sure, whenever docs change, …". Stored as it stands, the request tells a later
 # session to write the rule again; the rule itself is what was meant (`rule_inside`).
-_RECORD_VERB = (
-    r"(?:make|create|write|draft|add|set\s+up|record|save|update|amend|change|edit|extend|modify)"
-)
 _RULE_NOUN = (
-    r"(?:rules?|guidelines?|instructions?|conventions?|skills?|notes?|memor(?:y|ies)|"
-    r"@?[\w./-]*(?:CLAUDE\.md|AGENTS\.md|\.mdc|\.cursorrules|copilot-instructions(?:\.md)?))"
+    r"(?:rules?|guidelines?|instructions?|conventions?|skills?|notes?|memor(?:y|ies)|@?[\w./-]*"
+    + cues.RULES_FILE
+    + r")"
 )
 _RULE_WRAPPER = re.compile(
     r"^(?:let'?s\s+|please\s+)?"
-    + _RECORD_VERB
+    + cues.RECORD_VERB
     + r"\s+(?:[\w@.'\"-]+\s+){0,4}?"
     + _RULE_NOUN
     + r"\b"
@@ -289,7 +287,7 @@ _RULE_WRAPPER = re.compile(
 # to CLAUDE.md" points at what came before and stays a candidate).
 _BARE_REQUEST = re.compile(
     r"^"
-    + _RECORD_VERB
+    + cues.RECORD_VERB
     + r"\s+(?:(?!(?:this|that|it|these|those)\b)[\w@.'\"-]+\s+){0,3}?"
     + _RULE_NOUN
     + r"(?:\s+(?:file|files|accordingly|"
@@ -362,7 +360,9 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
     """Heuristic extraction: each rule-stating clause of `prompt`, cleaned, as a draft (≤ limit).
 
     Never the whole prompt: only the sentence that states the rule, without its lead-in and its
-    reason. Explicit instructions and preferences are tier A, corrections tier B.
+    reason; of a request to record a rule, the rule it carries (`rule_inside`). Explicit
+    instructions and preferences are tier A, corrections tier B; inside a long discussion
+    (LONG_PROMPT_SENTENCES or more) tier A needs an explicit marker (`cues.marked`).
     """
     drafts: list[LessonDraft] = []
     seen: set[str] = set()
