@@ -116,7 +116,7 @@ def events(
     results = {e.tool_id: e for e in entries if e.kind == "tool_result"}
     out: list[tuple[int, str, dict[str, Any]]] = []
     for entry in entries:
-        if entry.kind == "user":
+        if entry.kind == "user" and not entry.queued:  # a queued one reaches no prompt hook
             out.append((entry.line, "prompt", {"prompt": entry.text}))
         elif entry.kind == "tool_use":
             try:

@@ -432,6 +432,58 @@ def test_a_message_typed_while_a_tool_ran_is_the_persons() -> None:
     assert [e.kind for e in L.parse_line(interrupted)] == ["tool_result"]
 
 
+def queued(prompt: object, uuid: str, **attachment: Any) -> str:
+    """A prompt typed while the agent worked, as newer Claude Code files it: an attachment line
+    folded into the running turn (no `type: "user"` line, no UserPromptSubmit)."""
+    row = {
+        "parentUuid": "a-prev",
+        "isSidechain": False,
+        "attachment": {"type": "queued_command", "prompt": prompt, **attachment},
+        "type": "attachment",
+        "uuid": uuid,
+        "userType": "external",
+        "sessionId": SESSION,
+        "cwd": CWD,
+        "timestamp": "2026-11-20T09:15:03.120Z",
+    }
+    return json.dumps(row) + "\n"
+
+
+def test_a_prompt_queued_while_the_agent_worked_is_the_persons() -> None:
+    (typed,) = L.parse_line(queued(RULE, "q-1", commandMode="prompt", origin={"kind": "human"}))
+    assert (typed.kind, typed.text, typed.uuid, typed.queued) == ("user", RULE, "q-1", True)
+    (older,) = L.parse_line(queued(RULE, "q-2", commandMode="prompt"))  # no origin written
+    assert older.text == RULE
+    not_typed = [
+        queued(
+            "<task-notification><status>failed</status></task-notification>",
+            "q-3",
+            commandMode="task-notification",
+        ),
+        queued(RULE, "q-4", commandMode="prompt", origin={"kind": "peer", "from": "reviewer"}),
+        queued(RULE, "q-5", commandMode="bash"),
+        queued({"not": "text"}, "q-6", commandMode="prompt"),
+        json.dumps({"type": "attachment", "attachment": {"type": "file", "prompt": RULE}}),
+    ]
+    assert [L.parse_line(line) for line in not_typed] == [[]] * len(not_typed)
+
+
+def test_a_rule_typed_while_the_agent_worked_is_learned_at_stop(
+    api: Client, tmp_path: Path
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        entry("user", "Let's start on the cart.", "u-1")
+        + queued(RULE, "q-1", commandMode="prompt", origin={"kind": "human"})
+    )
+    hook(api, "UserPromptSubmit", prompt="Let's start on the cart.")
+    hook(api, "Stop", transcript_path=str(transcript))
+    learning.session_capture(session_pk=AgentSession.objects.get().pk)
+    rule = Engram.objects.get(statement="Always run ruff before committing.")
+    assert (rule.status, rule.source) == ("active", "user")
+    assert LearningDraft.objects.get(engram=rule).entry_uuid == "q-1"
+
+
 WISH = "I think we should use pytest fixtures instead of setUp methods."
 
 

@@ -63,6 +63,7 @@ class Entry:
     is_error: bool = False
     uuid: str = ""  # the transcript entry's own id, when it has one
     line: int = 0  # its line's number in the lines parsed, from 1 (0: unknown)
+    queued: bool = False  # typed while the agent worked: in the transcript only, no prompt hook
 
 
 def user_words(text: str) -> str:
@@ -117,9 +118,11 @@ def parse_line(line: str | bytes, *, number: int = 0) -> list[Entry]:
         return []
     kind = row.get("type")
     message = row.get("message")
-    if kind not in {"user", "assistant"} or not isinstance(message, dict):
-        return []
     if row.get("isMeta") or row.get("isSidechain") or row.get("isCompactSummary"):
+        return []
+    if kind == "attachment":
+        return _queued_prompt(row, number)
+    if kind not in {"user", "assistant"} or not isinstance(message, dict):
         return []
     if row.get("planContent"):
         return []  # "Implement the following plan: …": the agent's plan, handed back on accept
@@ -128,6 +131,27 @@ def parse_line(line: str | bytes, *, number: int = 0) -> list[Entry]:
         Entry(e.kind, e.text, e.tool, e.tool_id, e.tool_input, e.is_error, uuid, number)
         for e in _message_entries(kind, message.get("content"))
     ]
+
+
+def _queued_prompt(row: dict[str, Any], number: int) -> list[Entry]:
+    """A prompt the person typed while the agent was working: newer Claude Code folds it into
+    the running turn as a `queued_command` attachment (no `type: "user"` line, and no
+    UserPromptSubmit). Only `commandMode: "prompt"` from a human (or of no stated origin) is
+    theirs: a background task's notification or a peer session's message is not."""
+    attachment = row.get("attachment")
+    if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
+        return []
+    origin = attachment.get("origin")
+    if attachment.get("commandMode", "prompt") != "prompt" or (
+        origin is not None and not (isinstance(origin, dict) and origin.get("kind") == "human")
+    ):
+        return []
+    text = user_words(_content_text(attachment.get("prompt")))
+    return (
+        [Entry("user", text=text, uuid=str(row.get("uuid") or "")[:64], line=number, queued=True)]
+        if text
+        else []
+    )
 
 
 def _message_entries(kind: str, content: Any) -> list[Entry]:
