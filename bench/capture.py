@@ -18,11 +18,13 @@ the capture task calls on a prompt or a transcript's user entry) over:
 - the typed prompts of the real Claude Code transcripts (`$ENGRAM_TRANSCRIPTS/labels.jsonl`,
   labelled rule/task/question/feedback/other), split by repository: `dev` (`REAL_DEV_REPOS`;
   rules may be written from what `--show real-fp|real-fn|real-fn-active|real-task` prints, which
-  is this part only), `held_out` (every other repository: only ever scored, never printed),
-  `held_out_2` (`$ENGRAM_TRANSCRIPTS2`, default `/work/data/transcripts2`: a second corpus of
-  other repositories, labelled the same way, only scored), `held_out_3` (`$ENGRAM_TRANSCRIPTS3`,
-  default `/work/data/transcripts3`: a third, likewise; `held_out_all` sums every held-out part)
-  and the `whole`; the same figures as for the coding prompts;
+  is this part only, and `dev_2`), `held_out` (every other repository: only ever scored, never
+  printed), `dev_2` (`$ENGRAM_TRANSCRIPTS2`, default `/work/data/transcripts2`: a second corpus
+  of other repositories, labelled the same way; held out until round 6, printed with the dev
+  part since), `held_out_3` (`$ENGRAM_TRANSCRIPTS3`, default `/work/data/transcripts3`: a third,
+  only scored), `held_out_4` (`$ENGRAM_TRANSCRIPTS4`, default `/work/data/transcripts4`: a
+  fourth, only scored); `held_out_all` sums every held-out part, and the `whole` the first
+  corpus; the same figures as for the coding prompts;
 - a transcript replay: MemoryCode held-out sessions as Claude Code JSONL (mentee turns as
   assistant entries) and, when `$ENGRAM_TRANSCRIPTS` (default `/work/data/transcripts`) holds
   `*.jsonl` files, the real transcripts there: drafts whose quote is not in a user entry
@@ -66,6 +68,7 @@ TRANSCRIPTS = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/work/data/transcripts"
 # A second real corpus, collected later from other repositories: held out as a whole.
 TRANSCRIPTS2 = Path(os.environ.get("ENGRAM_TRANSCRIPTS2", "/work/data/transcripts2"))
 TRANSCRIPTS3 = Path(os.environ.get("ENGRAM_TRANSCRIPTS3", "/work/data/transcripts3"))
+TRANSCRIPTS4 = Path(os.environ.get("ENGRAM_TRANSCRIPTS4", "/work/data/transcripts4"))
 # The real transcripts' dev part (its rows may be read); every other repository is held out.
 REAL_DEV_REPOS = frozenset({"entireio/cli"})
 ACTIVE = {learning.TIER_EXPLICIT, learning.TIER_CORRECTION}
@@ -177,7 +180,11 @@ def real_prompts(costs: list[float], show: str) -> dict[str, object] | str:
         "whole": _summary(dev + held_out),
     }
     every_held_out = Counter(held_out)
-    for name, folder in (("held_out_2", TRANSCRIPTS2), ("held_out_3", TRANSCRIPTS3)):
+    dev2 = TRANSCRIPTS2 / "labels.jsonl"
+    if dev2.exists():  # the second corpus: held out until round 6, dev since (may be printed)
+        rows2 = [json.loads(line) for line in dev2.open()]
+        out["dev_2"] = _summary(_tally(costs, show, rows2))
+    for name, folder in (("held_out_3", TRANSCRIPTS3), ("held_out_4", TRANSCRIPTS4)):
         later = folder / "labels.jsonl"
         if later.exists():  # only ever scored, never printed
             more = _tally(costs, "", [json.loads(line) for line in later.open()])

@@ -667,3 +667,27 @@ def test_inside_a_long_discussion_a_habit_said_in_passing_waits_for_review() -> 
     assert draft.tier == L.TIER_EXPLICIT
     (alone,) = L.extract("We only use the palette colours for segments.")
     assert alone.tier == L.TIER_EXPLICIT
+
+
+@pytest.mark.parametrize(
+    ("prompt", "tier"),
+    [
+        # a possibility, a scenario, a current interest: not a rule, even with a time in it
+        ("One thing we could add: the next time I run the sync I get a 403 from the host.", ""),
+        ("Let's say you always retry the request when the token expired.", ""),
+        ("I'm most interested in ensuring the docs are maintained in the future.", "C"),
+        # what the speaker does next time is a scenario; what the agent should do is a rule
+        ("Next time, ask me before deleting files.", "A"),
+        ("Next time we deploy, always tag the release first.", "A"),
+    ],
+)
+def test_a_possibility_or_a_scenario_is_not_a_standing_rule(prompt: str, tier: str) -> None:
+    drafts = L.extract(prompt)
+    assert (drafts[0].tier if drafts else "") == tier
+
+
+def test_a_value_named_as_the_standard_is_a_rule_not_an_announcement() -> None:
+    (draft,) = L.extract("Going forward kebab-case H1 is the standard.")
+    assert (draft.tier, draft.statement) == ("A", "Kebab-case H1 is the standard.")
+    assert L.extract("These are the standards I'd like you to follow.") == []
+    assert [d.tier for d in L.extract("This is the standard going forward.")] in ([], ["C"])

@@ -36,9 +36,11 @@ STANDING_TIME = re.compile(
     r"(?<!will\s)(?<!would\s)(?<!could\s)(?<!may\s)(?<!might\s)\b" + IN_FUTURE + r"|"
     r"\b(?:don'?t|do\s+not|not|never)\b[^.?!]{0,60}\bever\b"
     r"|\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on(?:\s+out)?|"
-    r"(?<!until\s)next\s+time|every\s+time|each\s+time|any\s*time\s+you|"
-    + WHENEVER
-    + r"|in\s+all\s+cases|"
+    # not "the next time I run it, I get a 403" (what happens to the speaker), but "next time I
+    # ask you to …" is the agent's
+    r"(?<!until\s)(?<!the\s)next\s+time|"
+    r"(?<=the\s)next\s+time(?!\s+(?:i|we)\s+(?!ask|tell|want|say|need|request)\w)|"
+    r"every\s+time|each\s+time|any\s*time\s+you|" + WHENEVER + r"|in\s+all\s+cases|"
     r"(?:ever|never)\s+again|for\s+all\s+future|for\s+future\s+(?:[\w-]+\s+)?(?:tests|"
     r"test\s+creation|work|changes|prs|commits|tasks|code|features|reference)\b|moving\s+forward|in\s+every\s+(?:session|task|"
     r"project|repo))\b",
@@ -308,7 +310,10 @@ _HABITS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
 
 # A hedge: "probably", "maybe", "I think" — not an unmistakable rule.
 HEDGE = re.compile(
-    r"\b(?:probably|maybe|perhaps|might|i\s+(?:think|guess|suppose|wonder)|not\s+sure|possibly)\b",
+    r"\b(?:probably|maybe|perhaps|might|i\s+(?:think|guess|suppose|wonder)|not\s+sure|possibly|"
+    # a possibility, a scenario, a current interest: "we could add", "let's say", "I'm most
+    # interested in"
+    r"(?:we|you|i)\s+could|let'?s\s+say|i(?:'m|\s+am)\s+(?:\w+\s+)?interested\s+in)\b",
     re.I,
 )
 # The rule is about the thing at hand: "do this", "don't clean it up", "fix that".

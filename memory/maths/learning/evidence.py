@@ -338,7 +338,17 @@ def is_announcement(text: str) -> bool:
         _ANNOUNCEMENT.search(text)
         and not _STRONG_VALUE.search(text)
         and not _PROPER_NAME.search(_ANNOUNCEMENT.sub(" ", text))
+        and not _NAMED_AS_STANDARD.search(text)
     )
+
+
+# "Going forward kebab-case H1 is the standard": the standard named before it, not announced.
+_NAMED_AS_STANDARD = re.compile(
+    r"(?<![\w`'\"-])(?!(?:it|this|that|which|what|there|here|what's)\s)[\w`'\"-]+\s+"
+    r"(?:is|are|becomes?|should\s+be)\s+(?:the|our)\s+(?:new\s+)?"
+    r"(?:standard|convention|default|norm)\b",
+    re.I,
+)
 
 
 def _imperative_rule(text: str) -> bool:

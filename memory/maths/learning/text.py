@@ -193,7 +193,7 @@ _LEAD_INS = re.compile(
     r"^(?:(?:ok(?:ay)?|so|and|also|oh|well|now|then|but|plus|hey|right|alright|great|"
     r"first(?:ly)?|second(?:ly)?|third(?:ly)?|finally|lastly|additionally|moreover|furthermore|"
     r"one\s+more\s+thing|another\s+thing|on\s+(?:a|another)\s+note|by\s+the\s+way|btw|"
-    r"as\s+(?:a|for)\s+\w+|in\s+addition|moving\s+on|next|importantly|to\s+be\s+clear|"
+    r"as\s+(?:a|for)\s+\w+|in\s+addition|moving\s+on|next(?!\s+time\b)|importantly|to\s+be\s+clear|"
     r"actually|wait|hmm|sorry|yes|yeah|please|just|(?!(?:always|never)\b)[A-Z][a-z]+(?=,))"
     r"[\s,:;.!-]+"
     # "No, use pnpm" loses its "No,"; "No print calls in library code" keeps its "No".
