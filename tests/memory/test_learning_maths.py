@@ -387,6 +387,10 @@ def test_lesson_check_accepts_a_standing_rule() -> None:
             "let's update CLAUDE.md but make sure that the agent asks before running the e2e tests",
             "The agent asks before running the e2e tests.",
         ),
+        (
+            "Add a rule to @CLAUDE.md to check whether a new feature needs an integration test.",
+            "Check whether a new feature needs an integration test.",
+        ),
     ],
 )
 def test_a_request_to_record_a_rule_is_stored_as_the_rule_it_carries(
@@ -403,6 +407,7 @@ def test_a_request_to_record_a_rule_is_stored_as_the_rule_it_carries(
     [
         "update the changelog rule to specify this history process i just asked you to do",
         "Make a rule that covers it.",
+        "Add a rule to CLAUDE.md to reflect this.",
     ],
 )
 def test_a_request_that_points_back_keeps_its_own_words(prompt: str) -> None:

@@ -628,6 +628,22 @@ def test_a_stored_request_to_record_a_rule_is_rewritten_to_the_rule_it_carries(o
     assert maintenance.maintain(owner=owner) == []
 
 
+def test_an_ignored_request_to_record_a_rule_is_rewritten_not_emphasised(owner: Any) -> None:
+    """A leech by its outcomes: emphasising "add a rule to CLAUDE.md to …" would only ask the
+    agent louder to write the rule again; the rule it carries is the change to make."""
+    engram = make_engram(
+        owner,
+        statement="Add a rule to CLAUDE.md to check whether a new feature needs an integration "
+        "test.",
+    )
+    delivered(owner, engram, ["followed"] + ["ignored"] * 6, evidence="no test added")
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.payload["change"] == "rewrite"
+    assert item.payload["fields"] == {
+        "statement": "Check whether a new feature needs an integration test."
+    }
+
+
 def test_the_fallback_rewrite_of_an_ignored_request_is_the_rule_inside() -> None:
     assert (
         maintenance.rewrite_fallback(

@@ -283,6 +283,18 @@ _RULE_WRAPPER = re.compile(
     r"tells?\s+(?:you|claude|the\s+agent)(?:\s+to)?)\b\s*)?(?:that\b)?[\s,:]*",
     re.I,
 )
+# "add a rule to CLAUDE.md to check …": the rule is what follows the file ("… to reflect this"
+# points back, see _REFERENCE_ONLY and cues._POINTS_BACK).
+_RULE_FOR_FILE = re.compile(
+    r"^(?:let'?s\s+|please\s+)?"
+    + cues.RECORD_VERB
+    + r"\s+(?:a\s+|an\s+|one\s+)?(?:new\s+|short\s+)?(?:rule|guideline|instruction|note)s?\s+"
+    r"(?:to|in|into)\s+(?:the\s+|your\s+|our\s+)?@?[\w./-]*"
+    + cues.RULES_FILE
+    + r"\s+to\s+(?!(?:take|incorporate|include|reflect|cover|capture|account|match)\b)"
+    r"(?=(?-i:[a-z]))",
+    re.I,
+)
 # "Update the rules.", "Create a skill.": the request with nothing of the rule in it ("add this
 # to CLAUDE.md" points at what came before and stays a candidate).
 _BARE_REQUEST = re.compile(
@@ -311,7 +323,7 @@ def rule_inside(statement: str) -> str:
     """The rule a request to record one carries ("create a rule that when fixing a bug to first
     write a failing test" → "When fixing a bug, first write a failing test."); `statement`
     unchanged when it is no such request or names no rule after it."""
-    match = _RULE_WRAPPER.match(statement)
+    match = _RULE_WRAPPER.match(statement) or _RULE_FOR_FILE.match(statement)
     if match is None:
         return statement
     rest = statement[match.end() :].strip().rstrip(".!").strip()
