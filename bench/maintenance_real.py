@@ -16,10 +16,11 @@ once now and once 31 days later, and the bench prints, per owner, what was store
 rules by source, candidates) and every maintenance proposal with its engram's statement, who
 stated it, its outcomes and the proposal's reason. `--proposals FILE` writes them as JSON lines
 for labelling; `--labels FILE` (default bench/labels/maintenance_real.jsonl: {"owner", "corpus",
-"text", "change", "label": "useful" | "not", "why"}) reads the hand labels back and prints the share
-a careful user would accept. The labels cover every proposal of the three real corpora (run once
-with the default folder and once with a folder linking every repository folder of
-/work/data/transcripts2 and /work/data/transcripts3).
+"text", "change", "label": "useful" | "not", "why"}) reads the hand labels back and prints, for
+this run's proposals, how many are labelled and the share a careful user would accept. The labels
+cover every proposal of the four real corpora (run with the default folder, with a folder linking
+every repository folder of /work/data/transcripts2 and /work/data/transcripts3, and with
+/work/data/transcripts4).
 
     .venv/bin/python bench/maintenance_real.py [--limit-sessions N] [--proposals FILE]
 """
@@ -246,12 +247,22 @@ def proposals(owner: Any, made: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def labels_summary(path: Path) -> dict[str, Any] | None:
+def labels_summary(path: Path, made: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The hand labels of this run's proposals (matched by owner, change and text): how many
+    are labelled, and the share of those a careful user would accept."""
     if not path.is_file():
         return None
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    useful = sum(1 for r in rows if r.get("label") == "useful")
-    return {"labelled": len(rows), "useful": useful, "share": useful / len(rows) if rows else 0}
+    labels = {(r["owner"], r["change"], r["text"]): r["label"] for r in rows}
+    found = [labels.get((p["owner"], p["change"], p["text"])) for p in made]
+    labelled = [label for label in found if label]
+    useful = labelled.count("useful")
+    return {
+        "proposals": len(made),
+        "labelled": len(labelled),
+        "useful": useful,
+        "share": round(useful / len(labelled), 3) if labelled else None,
+    }
 
 
 def main() -> int:
@@ -295,7 +306,7 @@ def main() -> int:
         print(f"\nproposals in all: {len(written)}")
         if args.proposals:
             args.proposals.write_text("".join(json.dumps(p) + "\n" for p in written))
-        summary = labels_summary(args.labels)
+        summary = labels_summary(args.labels, written)
         if summary:
             print(f"hand labels ({args.labels.name}): {json.dumps(summary)}")
     finally:
