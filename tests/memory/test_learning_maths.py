@@ -424,3 +424,18 @@ def test_a_bare_request_to_edit_the_rules_is_no_lesson(prompt: str) -> None:
 
 def test_a_task_that_only_names_a_file_is_not_a_rule_request() -> None:
     assert L.extract("Update the README and make sure that the tests pass.") == []
+
+
+def test_an_example_after_e_g_stays_in_its_sentence() -> None:
+    from memory.maths.learning.text import sentences
+
+    assert sentences("Use relative paths (e.g. `./a.toml`, not `/x/a.toml`). Then stop.") == [
+        "Use relative paths (e.g. `./a.toml`, not `/x/a.toml`).",
+        "Then stop.",
+    ]
+    assert sentences("Prefer pnpm vs. npm here. I.e. never npm.") == [
+        "Prefer pnpm vs. npm here.",
+        "I.e. never npm.",
+    ]
+    (draft,) = L.extract("Use only relative paths rather than absolute ones (e.g. `./a.toml`).")
+    assert draft.statement == "Use only relative paths rather than absolute ones (e.g. `./a.toml`)."

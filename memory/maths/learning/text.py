@@ -48,7 +48,11 @@ _LOG_LINE = re.compile(
     re.X | re.I,
 )
 _CODE_CHARS = set("{}()[];=<>$\\|&*#")
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+")
+# Not after "e.g." / "i.e." / "vs." / "cf.": an example or a comparison goes on the sentence.
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?;])(?<!(?i:\be\.g\.))(?<!(?i:\bi\.e\.))(?<!(?i:\bvs\.))(?<!(?i:\bcf\.))"
+    r"\s+(?=\S)|\n+"
+)
 _WORD = re.compile(r"[A-Za-z][A-Za-z']*")
 
 
