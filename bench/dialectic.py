@@ -28,7 +28,8 @@ run reports clusters, theses, antithesis rows, syntheses and the proposals sent 
 checked for a repeated tool name and a concrete practice and shown with the scope it is proposed
 for (a project's own command stays in its project's scope). `--proposals FILE` writes the
 proposals (text only) for labelling; `--labels FILE` (default bench/labels/dialectic_real.jsonl)
-reads the hand labels back and reports the share a careful user would accept.
+reads the hand labels back, matched to this run's syntheses by text and scope, and reports the
+share a careful user would accept and how many of this run's proposals no label names yet.
 
     DEBUG=1 REDIS_URL=redis://127.0.0.1:6379/1 .venv/bin/python bench/dialectic.py --real --no-planted
 
@@ -604,16 +605,23 @@ def real(directory: Path, reuse: bool, *, pre: bool = True) -> dict[str, Any] | 
     }
 
 
-def labels_summary(path: Path) -> dict[str, Any] | None:
-    """The hand labels: of the proposals, and of the held-back syntheses sampled beside them."""
+def labels_summary(path: Path, written: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The hand labels of this run's syntheses (matched by text and scope): of the proposals,
+    and of the held-back syntheses sampled beside them; `unlabelled` counts this run's proposals
+    that no label names yet."""
     if not path.is_file():
         return None
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    labels = {(r["text"], r.get("scope", "")): r["label"] for r in rows}
     found: dict[str, Any] = {}
     for name, wanted in (("proposed", True), ("held", False)):
-        part = [r for r in rows if bool(r.get("proposed")) is wanted]
-        useful = sum(1 for r in part if r.get("label") == "useful")
-        found[name] = {"labelled": len(part), "useful": useful}
+        part = [labels.get((s["text"], s["scope"])) for s in written if s["proposed"] is wanted]
+        labelled = [label for label in part if label]
+        found[name] = {
+            "labelled": len(labelled),
+            "useful": labelled.count("useful"),
+            "unlabelled": len(part) - len(labelled),
+        }
     return found
 
 
@@ -647,7 +655,7 @@ def print_real(r: dict[str, Any], labels: dict[str, Any] | None) -> None:
             share = part["useful"] / part["labelled"] if part["labelled"] else 0.0
             print(
                 f"| Hand-labelled {what} a careful user would accept | {part['useful']} of "
-                f"{part['labelled']} ({share:.0%}) |"
+                f"{part['labelled']} ({share:.0%}; {part['unlabelled']} not labelled) |"
             )
     print("\nProposed for review:\n")
     for s in proposed:
@@ -686,7 +694,7 @@ def main() -> None:
                 args.proposals.write_text(
                     "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in r["syntheses"])
                 )
-            print_real(r, labels_summary(args.labels))
+            print_real(r, labels_summary(args.labels, r["syntheses"]))
             log(json.dumps({"real_counts": r["counts"], "details": r["details"][:200]}))
     if args.no_planted:
         return

@@ -140,7 +140,49 @@ def events(
     return sorted(out, key=lambda item: item[0])
 
 
-def replay_owner(folder: Path, served: Path, limit: int) -> dict[str, Any]:
+def review_like_the_labels(owner: Any, labels: dict[str, str]) -> Counter[str]:
+    """A careful reviewer who answers each waiting candidate as the hand labels read the words
+    it came from: "keep as a rule" (approve) when that prompt is labelled `rule`, "it was a
+    one-off" otherwise. Candidates from no labelled prompt (error → fix pairs, the dialectic) are
+    left waiting: the labels say nothing of them."""
+    from memory.models import LearningDraft, ReviewItem
+    from memory.services import review
+
+    answered: Counter[str] = Counter()
+    waiting = ReviewItem.objects.filter(
+        owner=owner, kind=ReviewItem.Kind.CANDIDATE, state=ReviewItem.State.PENDING
+    ).select_related("engram")
+    for item in waiting:
+        label = ""
+        for uuid, text in LearningDraft.objects.filter(engram=item.engram_id).values_list(
+            "entry_uuid", "signal__text"
+        ):
+            label = labels.get(uuid, "") or labels.get(" ".join(text.split()), "")
+            if label:
+                break
+        if not label:
+            continue
+        action = "approve" if label == "rule" else "one_off"
+        review.review_decide(owner=owner, item=item, action=action, actor="person:bench")
+        answered[action] += 1
+    return answered
+
+
+def corpus_labels(folder: Path) -> dict[str, str]:
+    """Hand labels of the corpus holding `folder`, by entry uuid and by the prompt's words."""
+    path = folder.resolve().parent / "labels.jsonl"
+    found: dict[str, str] = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            found[str(row["uuid"])] = row["label"]
+            found[" ".join(str(row["text"]).split())] = row["label"]
+    return found
+
+
+def replay_owner(
+    folder: Path, served: Path, limit: int, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
@@ -157,6 +199,7 @@ def replay_owner(folder: Path, served: Path, limit: int) -> dict[str, Any]:
     if limit:
         files = files[:limit]
     prompts = calls = 0
+    answered: Counter[str] = Counter()
     replayed: set[str] = set()
     for number, (_, path, lines) in enumerate(files):
         sid = f"{folder.name}-{number}-{path.stem}"[:200]
@@ -205,7 +248,12 @@ def replay_owner(folder: Path, served: Path, limit: int) -> dict[str, Any]:
             else:
                 post("PostToolUse", line, **base, tool_response=fields["output"][:20_000])
         post("Stop", len(lines), last_assistant_message="Done.")
-    return {"owner": owner, "sessions": len(files), "prompts": prompts, "calls": calls}
+        if labels is not None:
+            answered.update(review_like_the_labels(owner, labels))
+    out = {"owner": owner, "sessions": len(files), "prompts": prompts, "calls": calls}
+    if labels is not None:
+        out["reviewed"] = dict(answered)
+    return out
 
 
 def stored(owner: Any) -> dict[str, Any]:
@@ -272,6 +320,12 @@ def main() -> int:
     parser.add_argument("--limit-sessions", type=int, default=0, help="per owner (0: all)")
     parser.add_argument("--proposals", type=Path, help="write the proposals here (JSON lines)")
     parser.add_argument("--labels", type=Path, default=LABELS)
+    parser.add_argument(
+        "--review",
+        action="store_true",
+        help="after each session, answer the waiting candidates as the corpus's labels.jsonl reads "
+        "their prompts (a careful reviewer): keep the rules, one-off the rest",
+    )
     args = parser.parse_args()
     folders = sorted(p for p in args.transcripts.glob("*") if p.is_dir() and any(p.glob("*.jsonl")))
     if not folders:
@@ -286,7 +340,12 @@ def main() -> int:
 
         written: list[dict[str, Any]] = []
         for folder in folders:
-            replayed = replay_owner(folder, served, args.limit_sessions)
+            replayed = replay_owner(
+                folder,
+                served,
+                args.limit_sessions,
+                corpus_labels(folder) if args.review else None,
+            )
             owner = replayed.pop("owner")
             kept = stored(owner)
             made = maintenance.maintain(owner=owner)
