@@ -13,6 +13,7 @@ missed. Pure parsing, no database.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -22,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from memory.maths import learning  # noqa: E402
+from memory.maths import learning, textnorm  # noqa: E402
 
 DEFAULT = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/work/data/transcripts"))
 
@@ -30,6 +31,27 @@ DEFAULT = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/work/data/transcripts"))
 def _jsonl(path: Path) -> list[dict[str, object]]:
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(textnorm.normalise(text[:8000]).encode("utf-8", "replace")).hexdigest()
+
+
+def _agent_prompts(files: list[Path]) -> set[str]:
+    """Digests of the prompts the agent wrote in tool calls (`input.prompt`) in any file."""
+    found: set[str] = set()
+    for path in files:
+        for entry in learning.parse_lines(path.read_bytes().split(b"\n")):
+            if entry.kind != "tool_use":
+                continue
+            try:
+                value = json.loads(entry.tool_input)
+            except ValueError:
+                continue
+            prompt = value.get("prompt") if isinstance(value, dict) else None
+            if isinstance(prompt, str) and len(prompt.strip()) >= 40:
+                found.add(_digest(prompt))
+    return found
 
 
 def audit(folder: Path) -> dict[str, object]:
@@ -45,7 +67,9 @@ def audit(folder: Path) -> dict[str, object]:
         str(r["uuid"]): str(r["reason"]) for r in _jsonl(folder / "non_human_user_entries.jsonl")
     }
     files = sorted(p for p in folder.glob("*/*.jsonl"))
+    agents = _agent_prompts(files)
     taken: set[str] = set()
+    agent_written = 0
     wrong: Counter[str] = Counter()
     examples: dict[str, str] = {}
     lines = 0
@@ -60,7 +84,11 @@ def audit(folder: Path) -> dict[str, object]:
             taken.add(entry.uuid)
             if entry.uuid in typed and entry.text.strip() != typed[entry.uuid]:
                 other_text += 1  # something not typed was left in the person's text
-            if entry.uuid not in typed:
+            if entry.uuid not in typed and _digest(entry.text) in agents:
+                # The words of a prompt the agent wrote in a tool call (a spawned session's
+                # first prompt): capture skips them (memory.services.learning.agent_written).
+                agent_written += 1
+            elif entry.uuid not in typed:
                 reason = not_typed.get(entry.uuid, "unlabelled")
                 wrong[reason] += 1
                 examples.setdefault(reason, entry.text[:120])
@@ -71,6 +99,7 @@ def audit(folder: Path) -> dict[str, object]:
         "taken as the user's": len(taken),
         "not typed but taken": sum(wrong.values()),
         "by reason": dict(wrong),
+        "not typed, the agent's own prompt (capture skips it)": agent_written,
         "examples": examples,
         "typed prompts missed": len(set(typed) - taken - command_args),
         "slash-command arguments (never taken)": len(command_args - taken),

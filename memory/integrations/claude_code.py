@@ -5,7 +5,9 @@ Context reaches the model only through `hookSpecificOutput.additionalContext` wi
 - SessionStart (any source): start (or resume) the session; the project's standing rules.
 - UserPromptSubmit: only engrams this prompt gives evidence for, not yet delivered.
 - PreToolUse: error → fix lessons and reminders whose trigger matches the input, once a
-  session; never a decision (memory.services.delivery).
+  session; never a decision (memory.services.delivery). A `prompt` the agent writes for a
+  subagent or a session it spawns is remembered (by digest): when that session sends it as
+  its first prompt, it is not taken as the person's words.
 - PostToolUse / PostToolUseFailure: store the observation (no embedding here), then the same
   reminders as PreToolUse when the tool input matched one; usually `{}`.
 - Stop / SessionEnd: end the session, which queues outcome attribution after commit.
@@ -327,7 +329,12 @@ def _reminders(call: HookCall, scope: str) -> dict[str, Any]:
 
 
 def on_pre_tool_use(call: HookCall) -> dict[str, Any]:
-    """Error → fix lessons and reminders whose trigger fires for this input, once a session."""
+    """Error → fix lessons and reminders whose trigger fires for this input, once a session.
+    A prompt the agent writes for another agent or session is remembered first: the session
+    it starts will send it as a user prompt, and it is not the person's."""
+    learning.agent_prompts_record(
+        owner=call.owner, tool_inputs=[call.payload.get("tool_input")], now=call.now
+    )
     session = _session(call)
     made = delivery.tool_deliver(
         owner=call.owner,

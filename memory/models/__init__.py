@@ -16,6 +16,7 @@ from memory.models.engrams import (
     EngramQuerySet,
 )
 from memory.models.learning import (
+    AgentPrompt,
     LearningDraft,
     LearningSignal,
     SweepFailure,
@@ -52,6 +53,7 @@ __all__ = [
     "TOKEN_LOOKUP_CHARS",
     "TOKEN_PREFIX",
     "ActivityDay",
+    "AgentPrompt",
     "AgentSession",
     "AnsweredText",
     "ApiToken",

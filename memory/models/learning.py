@@ -62,6 +62,24 @@ class LearningSignal(models.Model):
         return f"{self.kind} signal {self.pk} ({self.state})"
 
 
+class AgentPrompt(models.Model):
+    """A prompt the agent wrote for another agent or session (a tool call's `prompt` input: a
+    subagent's task, a spawned session's first prompt), by digest. The spawned session's first
+    prompt arrives as a user prompt, but it is the agent's words, never the person's."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["owner", "digest"], name="agent_prompt_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"agent prompt {self.digest[:12]}"
+
+
 class LearningDraft(models.Model):
     """One lesson extracted from a signal and what the write path made of it."""
 

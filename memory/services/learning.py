@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -23,6 +23,7 @@ from memory.errors import DomainError, InvalidInput, NotFound
 from memory.maths import delivery as delivery_maths
 from memory.maths import learning, textnorm
 from memory.models import (
+    AgentPrompt,
     AgentSession,
     Engram,
     Event,
@@ -51,6 +52,10 @@ TIERS_OF_USER = extraction.TIERS_OF_USER  # tier A and B: the user's own words
 COUNTED = ("created", "merge_proposed", "contradiction_flagged", "superseded", "review")
 LIVE_REVIEW = (ReviewItem.State.PENDING, ReviewItem.State.DEFERRED)
 FORGET = "forget"  # the label of a prompt that asks to retire one of the person's rules
+# A prompt the agent writes for another agent or session is remembered this long (the session
+# it starts sends it within minutes), and only when it is this long (a real task, not "go on").
+AGENT_PROMPT_DAYS = 30
+AGENT_PROMPT_MIN_CHARS = 40
 
 # The LLM side of extraction lives in `extraction`; these names stay importable from here.
 EXTRACT_TASK = extraction.EXTRACT_TASK
@@ -89,6 +94,43 @@ def settings_update(*, owner: Any, review_all: bool) -> OwnerSettings:
 # --- capture (request path) ------------------------------------------------------------------
 
 
+def agent_prompts_record(*, owner: Any, tool_inputs: Iterable[Any], now: datetime) -> int:
+    """Remember the prompts the agent wrote in tool calls (`tool_input["prompt"]`: a subagent's
+    task, a spawned session's first prompt), so that such a prompt arriving as a session's user
+    prompt is never taken as the person's words (`agent_written`). Returns how many were new."""
+    digests = {
+        _digest(value[:MAX_SIGNAL_CHARS])
+        for tool_input in tool_inputs
+        if isinstance(tool_input, dict)
+        and isinstance(value := tool_input.get("prompt"), str)
+        and len(value.strip()) >= AGENT_PROMPT_MIN_CHARS
+    }
+    # The person's own prompt that the agent handed on word for word stays theirs.
+    digests -= set(
+        LearningSignal.objects.filter(
+            owner=owner, kind=LearningSignal.Kind.PROMPT, digest__in=digests
+        ).values_list("digest", flat=True)
+    )
+    if not digests:
+        return 0
+    AgentPrompt.objects.filter(
+        owner=owner, created_at__lt=now - timedelta(days=AGENT_PROMPT_DAYS)
+    ).delete()
+    made = AgentPrompt.objects.bulk_create(
+        [AgentPrompt(owner=owner, digest=d, created_at=now) for d in sorted(digests)],
+        ignore_conflicts=True,
+    )
+    return len(made)
+
+
+def agent_written(owner: Any, texts: Iterable[str]) -> set[str]:
+    """The digests among `texts` of prompts the agent wrote (one query)."""
+    digests = {_digest(t[:MAX_SIGNAL_CHARS]) for t in texts}
+    return set(
+        AgentPrompt.objects.filter(owner=owner, digest__in=digests).values_list("digest", flat=True)
+    )
+
+
 def prompt_capture(
     *,
     owner: Any,
@@ -108,6 +150,8 @@ def prompt_capture(
     if origin not in (None, "", "user"):
         return None
     prompt = learning.user_words(prompt[: MAX_SIGNAL_CHARS * 4])
+    if prompt and agent_written(owner, [prompt]):
+        return None  # a session the agent started with its own prompt (a spawned task)
     if learning.forget_request(prompt) is not None:
         label = FORGET  # "forget that rule": retires the rule it names
     else:
@@ -399,6 +443,19 @@ def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
     prompts in it were not typed again, so they are no recurrence."""
     entries = learning.parse_lines(signal.text.split("\n"))
     typed = [e for e in entries if e.kind == "user"]
+    written = agent_written(signal.owner, [e.text for e in typed])
+    # A prompt the agent wrote in this delta (a subagent's task, a session it spawned) is
+    # remembered too, for sessions whose tool calls reached no hook (an import); a user entry
+    # after it with its words is the agent's. One before it is the person's, forwarded.
+    asked = [_json_object(e.tool_input) for e in entries if e.kind == "tool_use"]
+    agent_prompts_record(owner=signal.owner, tool_inputs=asked, now=signal.created_at)
+    so_far: set[str] = set()
+    for entry in entries:
+        prompt = _json_object(entry.tool_input) if entry.kind == "tool_use" else None
+        if isinstance(prompt, dict) and isinstance(prompt.get("prompt"), str):
+            so_far.add(_digest(prompt["prompt"][:MAX_SIGNAL_CHARS]))
+        elif entry.kind == "user" and _digest(entry.text[:MAX_SIGNAL_CHARS]) in so_far:
+            written.add(_digest(entry.text[:MAX_SIGNAL_CHARS]))
     digests = {_digest(e.text[:MAX_SIGNAL_CHARS]) for e in typed}
     # This session's prompts, and another session's prompt copied here (its signal has no
     # uuid; typed anew, it would be a prompt of this session): both are captured already.
@@ -418,10 +475,17 @@ def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
         for entry in entries
         if entry.kind != "user"
         or (
-            _digest(entry.text[:MAX_SIGNAL_CHARS]) not in captured
+            _digest(entry.text[:MAX_SIGNAL_CHARS]) not in captured | written
             and not (entry.uuid and entry.uuid in learned)
         )
     ]
+
+
+def _json_object(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _llm_text(signal: LearningSignal) -> list[extraction.Run]:

@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 from django.test import Client
 
 from memory.maths import learning as L
-from memory.models import AgentSession, Engram, LearningDraft, LearningSignal
+from memory.models import AgentPrompt, AgentSession, Engram, LearningDraft, LearningSignal
 from memory.services import learning
 
 URL = "/api/v1/hooks/claude-code"
@@ -528,3 +528,66 @@ def test_imported_sessions_count_one_entry_once_and_a_new_one_again(
     hook(api, "Stop", session="import-3", transcript_path=str(path))
     learning.session_capture(session_pk=AgentSession.objects.get(session_id="import-3").pk)
     assert candidate_status() == ["active"]
+
+
+SPAWNED = (
+    "In the themes branch a commit left two scratch files behind. From now on, always run "
+    "ruff before committing, and remove the files in a small cleanup commit."
+)
+
+
+def spawn_call(prompt: str, uuid: str) -> str:
+    """The agent's tool call that starts another session (or a subagent) with its prompt."""
+    return entry(
+        "assistant",
+        [
+            {
+                "type": "tool_use",
+                "id": f"toolu_{uuid}",
+                "name": "mcp__desktop__spawn_task",
+                "input": {"title": "Clean up", "prompt": prompt},
+            }
+        ],
+        uuid,
+    )
+
+
+def test_a_session_the_agent_started_with_its_own_prompt_learns_nothing_from_it(
+    api: Client,
+) -> None:
+    hook(api, "PreToolUse", tool_name="mcp__desktop__spawn_task", tool_input={"prompt": SPAWNED})
+    hook(api, "UserPromptSubmit", session="spawned", prompt=SPAWNED)
+    assert not LearningSignal.objects.filter(session__session_id="spawned").exists()
+    hook(api, "UserPromptSubmit", session="spawned", prompt=RULE)  # the person, afterwards
+    assert LearningSignal.objects.filter(session__session_id="spawned").count() == 1
+
+
+def test_a_spawned_sessions_prompt_in_a_transcript_is_the_agents(
+    api: Client, tmp_path: Path
+) -> None:
+    """Sessions replayed from transcripts alone (an import): the parent's tool call is in its
+    transcript, the child's first user entry holds the same words."""
+    parent, child = tmp_path / "parent.jsonl", tmp_path / "child.jsonl"
+    parent.write_text(entry("user", "Clean up the branch.", "u-1") + spawn_call(SPAWNED, "a-1"))
+    child.write_text(entry("user", SPAWNED, "u-2", sessionId="child"))
+    for name, path in (("parent", parent), ("child", child)):
+        hook(api, "SessionStart", session=name, source="startup")
+        hook(api, "Stop", session=name, transcript_path=str(path))
+        learning.session_capture(session_pk=AgentSession.objects.get(session_id=name).pk)
+    assert not Engram.objects.exists()
+
+
+def test_the_persons_prompt_the_agent_hands_on_stays_theirs(api: Client, tmp_path: Path) -> None:
+    hook(api, "UserPromptSubmit", prompt=SPAWNED)  # typed, then handed to a subagent verbatim
+    hook(api, "PreToolUse", tool_name="Task", tool_input={"prompt": SPAWNED})
+    assert LearningSignal.objects.filter(session__session_id=SESSION).exists()
+    assert not AgentPrompt.objects.exists()
+    hook(api, "UserPromptSubmit", session="next-day", prompt=SPAWNED)  # stated again
+    assert LearningSignal.objects.filter(session__session_id="next-day").exists()
+    # In a transcript alone, an entry typed before the tool call that repeats it is the person's.
+    path = tmp_path / "forwarded.jsonl"
+    path.write_text(entry("user", WISH, "u-9", sessionId="fwd") + spawn_call(WISH, "a-9"))
+    hook(api, "SessionStart", session="fwd", source="startup")
+    hook(api, "Stop", session="fwd", transcript_path=str(path))
+    learning.session_capture(session_pk=AgentSession.objects.get(session_id="fwd").pk)
+    assert LearningDraft.objects.filter(entry_uuid="u-9").exists()
