@@ -150,8 +150,6 @@ def prompt_capture(
     if origin not in (None, "", "user"):
         return None
     prompt = learning.user_words(prompt[: MAX_SIGNAL_CHARS * 4])
-    if prompt and agent_written(owner, [prompt]):
-        return None  # a session the agent started with its own prompt (a spawned task)
     if learning.forget_request(prompt) is not None:
         label = FORGET  # "forget that rule": retires the rule it names
     else:
@@ -159,6 +157,8 @@ def prompt_capture(
         if not verdict.is_signal:
             return None
         label = verdict.kind
+    if agent_written(owner, [prompt]):
+        return None  # a session the agent started with its own prompt (a spawned task)
     text, found = scanner.redact_secrets(prompt[:MAX_SIGNAL_CHARS])
     digest = _digest(text)
     if (
