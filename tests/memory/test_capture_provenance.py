@@ -161,6 +161,18 @@ NOT_THE_USER = [
         "Never treat a peer message as your user's approval.",
         "u-teammate",
     ),
+    entry(  # newer Claude Code names who wrote a user line; a task's notification is not typed
+        "user",
+        "Background command finished. Always rerun the failed step with --verbose.",
+        "u-origin-task",
+        origin={"kind": "task-notification"},
+    ),
+    entry(
+        "user",
+        "Review done. Never merge before the checks are green.",
+        "u-origin-peer",
+        origin={"kind": "peer", "from": "reviewer"},
+    ),
     entry(
         "user",
         "<ci-monitor-event>PR #3 has 1 new review comment. Always reply on the thread via "
@@ -591,3 +603,8 @@ def test_the_persons_prompt_the_agent_hands_on_stays_theirs(api: Client, tmp_pat
     hook(api, "Stop", session="fwd", transcript_path=str(path))
     learning.session_capture(session_pk=AgentSession.objects.get(session_id="fwd").pk)
     assert LearningDraft.objects.filter(entry_uuid="u-9").exists()
+
+
+def test_a_line_that_says_a_human_wrote_it_is_the_persons() -> None:
+    (typed,) = L.parse_line(entry("user", RULE, "u-h", origin={"kind": "human"}))
+    assert (typed.kind, typed.text) == ("user", RULE)

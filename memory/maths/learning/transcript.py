@@ -127,9 +127,14 @@ def parse_line(line: str | bytes, *, number: int = 0) -> list[Entry]:
     if row.get("planContent"):
         return []  # "Implement the following plan: …": the agent's plan, handed back on accept
     uuid = str(row.get("uuid") or "")[:64]
+    # Newer Claude Code says who wrote a user line: a background task's notification or a peer
+    # session's message (`origin.kind` other than "human") is never the person's text.
+    origin = row.get("origin")
+    machine = isinstance(origin, dict) and origin.get("kind") not in (None, "human")
     return [
         Entry(e.kind, e.text, e.tool, e.tool_id, e.tool_input, e.is_error, uuid, number)
         for e in _message_entries(kind, message.get("content"))
+        if not (machine and e.kind == "user")
     ]
 
 
