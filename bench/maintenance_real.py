@@ -264,7 +264,9 @@ def stored(owner: Any) -> dict[str, Any]:
         "active": dict(Counter(rows.filter(status="active").values_list("source", flat=True))),
         "candidates": rows.filter(status="candidate").count(),
         "active_statements": list(
-            rows.filter(status="active").values_list("source", "statement")[:40]
+            rows.filter(status="active").values_list(
+                "source", "statement", "followed", "ignored", "contradicted", "irrelevant"
+            )[:40]
         ),
     }
 
@@ -356,8 +358,11 @@ def main() -> int:
             written.extend(found)
             print(f"\n== {folder.name}: {json.dumps(replayed)}")
             print(f"   stored: active by source {kept['active']}, candidates {kept['candidates']}")
-            for source, statement in kept["active_statements"]:
-                print(f"   [{source}] {statement[:110]}")
+            for source, statement, *outcomes in kept["active_statements"]:
+                counts = "/".join(
+                    str(n) for n in outcomes
+                )  # followed/ignored/contradicted/irrelevant
+                print(f"   [{source}] {statement[:110]}  ({counts})")
             print(f"   proposals: {len(found)} {dict(Counter(p['change'] for p in found))}")
             for p in found:
                 print(f"   - {p['action']}/{p['change']}: {p['text'][:90]!r} ({p['source']})")
