@@ -14,7 +14,9 @@ review item per engram with the change and its evidence:
   (Claude; fallback: the salient words of the prompts it was judged irrelevant in), which the
   prompt path then skips (`memory.maths.delivery.contraindicated`). Only deliveries a prompt's
   words chose count here: the brief carries a project's rules by scope, so a rule judged
-  irrelevant in sessions it reached through the brief alone gets no narrowing proposal.
+  irrelevant in sessions it reached through the brief alone gets no narrowing proposal. It is
+  judged where it applied instead: ESCALATE_MIN_DELIVERED or more outcomes there, followed in
+  fewer than half, and it is proposed for a rewrite or emphasis like a leech.
 
 Before any of these, the statement must read as a lesson (`lesson_of`, built on the capture's
 `memory.maths.learning.lesson_check`); one that does not (assistant text, a question, a one-off
@@ -166,9 +168,15 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
         if action == "refine_keywords" and not _mostly_irrelevant_by_words(engram):
             # Judged irrelevant where the brief carried it, not where a prompt's words found
             # it: narrower keywords would change nothing the agent is given. One that never
-            # applied in many sessions may not be a rule at all (see _never_applies).
-            unused = engram.source not in USER_SOURCES and _never_applies(_delivered(engram))
-            action = "retire_unused" if unused else None
+            # applied in many sessions may not be a rule at all (see _never_applies); one
+            # that applied in enough of them and was mostly not followed there is missed.
+            brief = _delivered(engram)
+            if engram.source not in USER_SOURCES and _never_applies(brief):
+                action = "retire_unused"
+            elif _missed_where_it_applied(brief):
+                action = "rewrite_or_escalate"
+            else:
+                action = None
         if engram.pre_escalation_effectiveness is not None and action != "refine_keywords":
             # On the escalation ladder: judged by its windows since escalating (de-escalation
             # below, or the next rung when it stays below), not by the history before.
@@ -248,6 +256,16 @@ def _never_applies(delivered: Delivered) -> bool:
         delivered.outcomes >= USER_RETIRE_MIN_OUTCOMES
         and delivered.followed == 0
         and delivered.irrelevant > effectiveness.IRRELEVANT_SHARE_ABOVE * delivered.outcomes
+    )
+
+
+def _missed_where_it_applied(delivered: Delivered) -> bool:
+    """At least ESCALATE_MIN_DELIVERED outcomes where it applied (followed, ignored or
+    contradicted), followed in fewer than half of them: the brief carries it into sessions
+    where it mostly has no occasion, and where it had one the agent missed it."""
+    return (
+        delivered.relevant >= ESCALATE_MIN_DELIVERED
+        and delivered.followed < effectiveness.HIGH_EFFECTIVENESS * delivered.relevant
     )
 
 
@@ -466,20 +484,31 @@ def _propose(
             f"Learned, never followed in the {delivered.outcomes} sessions it was delivered in, "
             f"and it did not apply in {delivered.irrelevant} of them.",
         )
-    if action == "rewrite_or_escalate" and not inferred and _never_applies(delivered):
+    if (
+        action == "rewrite_or_escalate"
+        and not inferred
+        and _never_applies(delivered)
+        and not _missed_where_it_applied(delivered)
+    ):
         # A rule you stated that had no occasion to apply (a style, a release rule) is not
         # wrong for it: the outcomes say nothing to change.
         return None
     if action == "rewrite_or_escalate":
+        why = "Often surfaced, rarely followed:"
+        if delivered.irrelevant > effectiveness.IRRELEVANT_SHARE_ABOVE * delivered.outcomes:
+            why = (
+                f"Delivered in {delivered.outcomes} sessions, it applied in {delivered.relevant} "
+                f"and was followed in {delivered.followed} of them:"
+            )
         rewritten, producer = _rewrite(owner, engram)
         if rewritten and textnorm.content_hash(rewritten) != engram.content_hash:
             return Proposal(
                 "rewrite",
                 {"statement": rewritten},
                 producer,
-                "Often surfaced, rarely followed: say it so it cannot be missed.",
+                f"{why} say it so it cannot be missed.",
             )
-        return _escalation(engram, delivered, "Often surfaced, rarely followed:")
+        return _escalation(engram, delivered, why)
     if action == "broaden":
         words, producer = _keywords(owner, engram, result="followed", task="broaden")
         tags = _merged(engram.tags, words)

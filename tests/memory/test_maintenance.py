@@ -526,6 +526,37 @@ def test_a_rule_that_never_applied_is_offered_for_retirement_only_when_learned(
     assert "did not apply in 13" in item.reason
 
 
+def test_a_stated_rule_the_brief_carries_and_the_agent_misses_where_it_applies_is_emphasised(
+    owner: Any,
+) -> None:
+    """Mostly irrelevant because the brief carries it into every session (narrowing keywords
+    would change nothing), but where it applied it was missed: that is what emphasis is for."""
+    engram = leech_of(owner, "Use the strong types instead of strings wherever you can")
+    results = ["irrelevant"] * 14 + ["ignored"] * 5 + ["followed"]
+    for n, result in enumerate(results):
+        session = AgentSession.objects.create(owner=owner, session_id=f"missed-{n}")
+        injection = Injection.objects.create(
+            owner=owner, session=session, engram=engram, bucket="brief", query=""
+        )
+        Outcome.objects.create(
+            owner=owner,
+            injection=injection,
+            engram=engram,
+            result=result,
+            source="auto",
+            evidence=f"{result}: added a string field in {n}",
+        )
+    Engram.objects.filter(pk=engram.pk).update(followed=1, irrelevant=14, ignored=5, contradicted=0)
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.payload["change"] == "escalate"
+    assert item.payload["fields"] == {"enforcement": "emphasised"}
+    assert item.payload["evidence"]["delivered_outcomes"] == 20
+    assert len(item.payload["evidence"]["quotes"]) == 3
+    assert item.reason.startswith(
+        "Delivered in 20 sessions, it applied in 6 and was followed in 1 of them: escalate"
+    )
+
+
 def test_escalation_needs_five_outcomes_from_sessions_it_was_delivered_in(owner: Any) -> None:
     # The counters say leech, but only 4 outcomes come from sessions it was delivered in.
     engram = leech_of(owner, "Pin dependency versions")
