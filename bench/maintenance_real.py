@@ -149,17 +149,20 @@ def review_like_the_labels(owner: Any, labels: dict[str, str]) -> Counter[str]:
     from memory.services import review
 
     answered: Counter[str] = Counter()
-    waiting = ReviewItem.objects.filter(
-        owner=owner, kind=ReviewItem.Kind.CANDIDATE, state=ReviewItem.State.PENDING
-    ).select_related("engram")
+    waiting = list(
+        ReviewItem.objects.filter(
+            owner=owner, kind=ReviewItem.Kind.CANDIDATE, state=ReviewItem.State.PENDING
+        )
+    )
+    found: dict[int, str] = {}
+    for engram_id, uuid, text in LearningDraft.objects.filter(
+        engram__in=[item.engram_id for item in waiting]
+    ).values_list("engram_id", "entry_uuid", "signal__text"):
+        label = labels.get(uuid, "") or labels.get(" ".join(text.split()), "")
+        if label:
+            found.setdefault(engram_id, label)
     for item in waiting:
-        label = ""
-        for uuid, text in LearningDraft.objects.filter(engram=item.engram_id).values_list(
-            "entry_uuid", "signal__text"
-        ):
-            label = labels.get(uuid, "") or labels.get(" ".join(text.split()), "")
-            if label:
-                break
+        label = found.get(item.engram_id, "")
         if not label:
             continue
         action = "approve" if label == "rule" else "one_off"

@@ -13,7 +13,6 @@ missed. Pure parsing, no database.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -34,22 +33,17 @@ def _jsonl(path: Path) -> list[dict[str, object]]:
 
 
 def _digest(text: str) -> str:
-    return hashlib.sha256(textnorm.normalise(text[:8000]).encode("utf-8", "replace")).hexdigest()
+    return textnorm.content_hash(text[:8000])
 
 
 def _agent_prompts(files: list[Path]) -> set[str]:
-    """Digests of the prompts the agent wrote in tool calls (`input.prompt`) in any file."""
+    """Digests of the prompts the agent wrote in tool calls (`learning.agent_prompt`) in any
+    file."""
     found: set[str] = set()
     for path in files:
         for entry in learning.parse_lines(path.read_bytes().split(b"\n")):
-            if entry.kind != "tool_use":
-                continue
-            try:
-                value = json.loads(entry.tool_input)
-            except ValueError:
-                continue
-            prompt = value.get("prompt") if isinstance(value, dict) else None
-            if isinstance(prompt, str) and len(prompt.strip()) >= 40:
+            prompt = learning.agent_prompt(entry.tool_input) if entry.kind == "tool_use" else ""
+            if prompt:
                 found.add(_digest(prompt))
     return found
 

@@ -53,9 +53,8 @@ COUNTED = ("created", "merge_proposed", "contradiction_flagged", "superseded", "
 LIVE_REVIEW = (ReviewItem.State.PENDING, ReviewItem.State.DEFERRED)
 FORGET = "forget"  # the label of a prompt that asks to retire one of the person's rules
 # A prompt the agent writes for another agent or session is remembered this long (the session
-# it starts sends it within minutes), and only when it is this long (a real task, not "go on").
+# it starts sends it within minutes); the daily job drops older ones.
 AGENT_PROMPT_DAYS = 30
-AGENT_PROMPT_MIN_CHARS = 40
 
 # The LLM side of extraction lives in `extraction`; these names stay importable from here.
 EXTRACT_TASK = extraction.EXTRACT_TASK
@@ -95,27 +94,17 @@ def settings_update(*, owner: Any, review_all: bool) -> OwnerSettings:
 
 
 def agent_prompts_record(*, owner: Any, tool_inputs: Iterable[Any], now: datetime) -> int:
-    """Remember the prompts the agent wrote in tool calls (`tool_input["prompt"]`: a subagent's
-    task, a spawned session's first prompt), so that such a prompt arriving as a session's user
-    prompt is never taken as the person's words (`agent_written`). Returns how many were new."""
+    """Remember, by digest, the prompts the agent wrote in tool calls (`learning.agent_prompt`:
+    a subagent's task, a spawned session's first prompt), so that one arriving as a session's
+    user prompt is never taken as the person's words (`agent_written`). One insert, no read:
+    it runs on PreToolUse. Returns how many were new."""
     digests = {
-        _digest(value[:MAX_SIGNAL_CHARS])
-        for tool_input in tool_inputs
-        if isinstance(tool_input, dict)
-        and isinstance(value := tool_input.get("prompt"), str)
-        and len(value.strip()) >= AGENT_PROMPT_MIN_CHARS
+        _digest(prompt[:MAX_SIGNAL_CHARS])
+        for prompt in map(learning.agent_prompt, tool_inputs)
+        if prompt
     }
-    # The person's own prompt that the agent handed on word for word stays theirs.
-    digests -= set(
-        LearningSignal.objects.filter(
-            owner=owner, kind=LearningSignal.Kind.PROMPT, digest__in=digests
-        ).values_list("digest", flat=True)
-    )
     if not digests:
         return 0
-    AgentPrompt.objects.filter(
-        owner=owner, created_at__lt=now - timedelta(days=AGENT_PROMPT_DAYS)
-    ).delete()
     made = AgentPrompt.objects.bulk_create(
         [AgentPrompt(owner=owner, digest=d, created_at=now) for d in sorted(digests)],
         ignore_conflicts=True,
@@ -123,11 +112,27 @@ def agent_prompts_record(*, owner: Any, tool_inputs: Iterable[Any], now: datetim
     return len(made)
 
 
-def agent_written(owner: Any, texts: Iterable[str]) -> set[str]:
-    """The digests among `texts` of prompts the agent wrote (one query)."""
+def agent_prompts_prune(*, now: datetime) -> int:
+    """The daily job: forget the agent's prompts older than AGENT_PROMPT_DAYS."""
+    cutoff = now - timedelta(days=AGENT_PROMPT_DAYS)
+    return AgentPrompt.objects.filter(created_at__lt=cutoff).delete()[0]
+
+
+def agent_written(owner: Any, texts: Iterable[str], *, before: datetime | None = None) -> set[str]:
+    """The digests among `texts` of prompts the agent wrote (recorded before `before`, when
+    given), except the person's own prompts that the agent handed on word for word: a prompt
+    captured from the person before stays theirs. Two queries."""
     digests = {_digest(t[:MAX_SIGNAL_CHARS]) for t in texts}
-    return set(
-        AgentPrompt.objects.filter(owner=owner, digest__in=digests).values_list("digest", flat=True)
+    recorded = AgentPrompt.objects.filter(owner=owner, digest__in=digests)
+    if before is not None:
+        recorded = recorded.filter(created_at__lt=before)
+    found = set(recorded.values_list("digest", flat=True))
+    if not found:
+        return found
+    return found - set(
+        LearningSignal.objects.filter(
+            owner=owner, kind=LearningSignal.Kind.PROMPT, digest__in=found
+        ).values_list("digest", flat=True)
     )
 
 
@@ -443,18 +448,16 @@ def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
     prompts in it were not typed again, so they are no recurrence."""
     entries = learning.parse_lines(signal.text.split("\n"))
     typed = [e for e in entries if e.kind == "user"]
-    written = agent_written(signal.owner, [e.text for e in typed])
-    # A prompt the agent wrote in this delta (a subagent's task, a session it spawned) is
-    # remembered too, for sessions whose tool calls reached no hook (an import); a user entry
-    # after it with its words is the agent's. One before it is the person's, forwarded.
-    asked = [_json_object(e.tool_input) for e in entries if e.kind == "tool_use"]
-    agent_prompts_record(owner=signal.owner, tool_inputs=asked, now=signal.created_at)
-    so_far: set[str] = set()
+    # The words of a prompt the agent wrote in a tool call (a subagent's task, a session it
+    # spawned) are the agent's: recorded before this delta (PreToolUse, another transcript),
+    # or earlier in it. An entry before the tool call is the person's, handed on.
+    written = agent_written(signal.owner, [e.text for e in typed], before=signal.created_at)
+    asked: set[str] = set()
     for entry in entries:
-        prompt = _json_object(entry.tool_input) if entry.kind == "tool_use" else None
-        if isinstance(prompt, dict) and isinstance(prompt.get("prompt"), str):
-            so_far.add(_digest(prompt["prompt"][:MAX_SIGNAL_CHARS]))
-        elif entry.kind == "user" and _digest(entry.text[:MAX_SIGNAL_CHARS]) in so_far:
+        prompt = learning.agent_prompt(entry.tool_input) if entry.kind == "tool_use" else ""
+        if prompt:
+            asked.add(_digest(prompt[:MAX_SIGNAL_CHARS]))
+        elif entry.kind == "user" and _digest(entry.text[:MAX_SIGNAL_CHARS]) in asked:
             written.add(_digest(entry.text[:MAX_SIGNAL_CHARS]))
     digests = {_digest(e.text[:MAX_SIGNAL_CHARS]) for e in typed}
     # This session's prompts, and another session's prompt copied here (its signal has no
@@ -479,13 +482,6 @@ def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
             and not (entry.uuid and entry.uuid in learned)
         )
     ]
-
-
-def _json_object(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 def _llm_text(signal: LearningSignal) -> list[extraction.Run]:
@@ -573,7 +569,15 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
                 signal=signal, draft=draft, producer=made_by, forced=forced, now=now, entry=entry
             )
         if signal.kind == LearningSignal.Kind.TRANSCRIPT:
-            for entry in _transcript_entries(signal):
+            entries = _transcript_entries(signal)
+            # The agent's prompts in this delta, for the sessions they start (an import's,
+            # whose tool calls reached no PreToolUse), recorded with the drafts.
+            agent_prompts_record(
+                owner=signal.owner,
+                tool_inputs=[e.tool_input for e in entries if e.kind == "tool_use"],
+                now=now,
+            )
+            for entry in entries:
                 if entry.kind == "user" and learning.forget_request(entry.text) is not None:
                     supersession.rule_forget(signal=signal, now=now, entry=entry)
     return len(drafts)

@@ -59,6 +59,7 @@ from memory.models import AgentSession, Engram, Event, Injection, Outcome, Revie
 from memory.services import llm
 from memory.services.engrams import engram_retire, engram_update
 from memory.services.events import event_record
+from memory.services.learning import agent_prompts_prune
 from memory.services.review_queue import archive_stale
 
 REJECTED_MEMORY_DAYS = 30
@@ -131,7 +132,9 @@ class Proposal:
 def maintain_all(*, now: datetime | None = None) -> dict[str, int]:
     """The daily job for every owner with engrams: archive the candidates 30 days without
     recurrence or a decision (review_queue.archive_stale), then maintenance; the proposals
-    each owner got, by username."""
+    each owner got, by username. It also forgets the agent's prompts kept for capture
+    (`learning.agent_prompts_prune`)."""
+    agent_prompts_prune(now=now or timezone.now())
     owners = get_user_model().objects.filter(engram__isnull=False).distinct()
     made: dict[str, int] = {}
     for owner in owners:

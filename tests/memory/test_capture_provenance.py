@@ -593,7 +593,6 @@ def test_the_persons_prompt_the_agent_hands_on_stays_theirs(api: Client, tmp_pat
     hook(api, "UserPromptSubmit", prompt=SPAWNED)  # typed, then handed to a subagent verbatim
     hook(api, "PreToolUse", tool_name="Task", tool_input={"prompt": SPAWNED})
     assert LearningSignal.objects.filter(session__session_id=SESSION).exists()
-    assert not AgentPrompt.objects.exists()
     hook(api, "UserPromptSubmit", session="next-day", prompt=SPAWNED)  # stated again
     assert LearningSignal.objects.filter(session__session_id="next-day").exists()
     # In a transcript alone, an entry typed before the tool call that repeats it is the person's.
@@ -608,3 +607,19 @@ def test_the_persons_prompt_the_agent_hands_on_stays_theirs(api: Client, tmp_pat
 def test_a_line_that_says_a_human_wrote_it_is_the_persons() -> None:
     (typed,) = L.parse_line(entry("user", RULE, "u-h", origin={"kind": "human"}))
     assert (typed.kind, typed.text) == ("user", RULE)
+
+
+def test_the_daily_job_forgets_the_agents_prompts_after_30_days(api: Client) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.services import maintenance
+
+    hook(api, "PreToolUse", tool_name="Task", tool_input={"prompt": SPAWNED})
+    hook(api, "PreToolUse", tool_name="Task", tool_input={"prompt": "too short"})
+    assert AgentPrompt.objects.count() == 1
+    maintenance.maintain_all(now=timezone.now() + timedelta(days=29))
+    assert AgentPrompt.objects.count() == 1
+    maintenance.maintain_all(now=timezone.now() + timedelta(days=31))
+    assert not AgentPrompt.objects.exists()

@@ -224,15 +224,21 @@ def test_approving_applies_the_change_and_keeps_the_old_text(owner: Any, store: 
 
 
 def delivered(
-    owner: Any, engram: Engram, results: list[str], *, when: Any = None, evidence: str = ""
+    owner: Any,
+    engram: Engram,
+    results: list[str],
+    *,
+    when: Any = None,
+    evidence: str = "",
+    bucket: str = "directive",
 ) -> None:
-    """Outcomes of sessions the engram was delivered in (one injection each)."""
+    """Outcomes of sessions the engram was delivered in (one injection each, in `bucket`)."""
     for n, result in enumerate(results):
         session = AgentSession.objects.create(
             owner=owner, session_id=f"d-{engram.pk}-{AgentSession.objects.count()}-{n}"
         )
         injection = Injection.objects.create(
-            owner=owner, session=session, engram=engram, bucket="directive"
+            owner=owner, session=session, engram=engram, bucket=bucket
         )
         Outcome.objects.create(
             owner=owner,
@@ -533,19 +539,7 @@ def test_a_stated_rule_the_brief_carries_and_the_agent_misses_where_it_applies_i
     would change nothing), but where it applied it was missed: that is what emphasis is for."""
     engram = leech_of(owner, "Use the strong types instead of strings wherever you can")
     results = ["irrelevant"] * 14 + ["ignored"] * 5 + ["followed"]
-    for n, result in enumerate(results):
-        session = AgentSession.objects.create(owner=owner, session_id=f"missed-{n}")
-        injection = Injection.objects.create(
-            owner=owner, session=session, engram=engram, bucket="brief", query=""
-        )
-        Outcome.objects.create(
-            owner=owner,
-            injection=injection,
-            engram=engram,
-            result=result,
-            source="auto",
-            evidence=f"{result}: added a string field in {n}",
-        )
+    delivered(owner, engram, results, evidence="added a string field", bucket="brief")
     Engram.objects.filter(pk=engram.pk).update(followed=1, irrelevant=14, ignored=5, contradicted=0)
     (item,) = maintenance.maintain(owner=owner)
     assert item.payload["change"] == "escalate"

@@ -60,7 +60,9 @@ from memory.maths.learning.text import (
     sentences,
 )
 from memory.maths.learning.transcript import (
+    AGENT_PROMPT_MIN_CHARS,
     Entry,
+    agent_prompt,
     parse_line,
     parse_lines,
     render_entries,
@@ -89,6 +91,7 @@ from memory.maths.learning.variants import (
 )
 
 __all__ = [
+    "AGENT_PROMPT_MIN_CHARS",
     "ASK",
     "CORRECTION",
     "FORGET_JUST_SAID",
@@ -116,6 +119,7 @@ __all__ = [
     "Fix",
     "LessonCheck",
     "LessonDraft",
+    "agent_prompt",
     "anti_pattern_of",
     "call_similarity",
     "classify",

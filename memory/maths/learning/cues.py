@@ -531,9 +531,11 @@ def marked(sentence: str) -> bool:
 _VAGUE_FUTURE = re.compile(IN_FUTURE, re.I)
 
 
+# The verbs of a request that points back at what came before ("… to reflect this").
+POINTS_BACK_VERB = r"(?:take|incorporate|include|reflect|cover|capture|account\s+for|match)"
 # "update the rules to take these suggestions into account": the rule is in what came before.
 _POINTS_BACK = re.compile(
-    r"\bto\s+(?:take|incorporate|include|reflect|cover|capture|account\s+for|match)\s+"
+    r"\bto\s+" + POINTS_BACK_VERB + r"\s+"
     r"(?:all\s+)?(?:these|this|that|those|them|it|the\s+above|your|my|our)\b"
     r"(?:\s+(?:suggestions?|changes?|feedback|points?|notes?|comments?|ideas?|findings?|"
     r"learnings?|decisions?))?(?:\s+into\s+account)?\s*[.!?]*$",

@@ -291,8 +291,9 @@ _RULE_FOR_FILE = re.compile(
     + r"\s+(?:a\s+|an\s+|one\s+)?(?:new\s+|short\s+)?(?:rule|guideline|instruction|note)s?\s+"
     r"(?:to|in|into)\s+(?:the\s+|your\s+|our\s+)?@?[\w./-]*"
     + cues.RULES_FILE
-    + r"\s+to\s+(?!(?:take|incorporate|include|reflect|cover|capture|account|match)\b)"
-    r"(?=(?-i:[a-z]))",
+    + r"\s+to\s+(?!"
+    + cues.POINTS_BACK_VERB
+    + r"\b)(?=(?-i:[a-z]))",
     re.I,
 )
 # "Update the rules.", "Create a skill.": the request with nothing of the rule in it ("add this

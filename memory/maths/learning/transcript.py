@@ -207,6 +207,26 @@ def _message_entries(kind: str, content: Any) -> list[Entry]:
     return entries
 
 
+# A prompt the agent writes for another agent or session counts from this length (a real task,
+# not "go on").
+AGENT_PROMPT_MIN_CHARS = 40
+
+
+def agent_prompt(tool_input: Any) -> str:
+    """The prompt a tool call hands to another agent or session (its input's `prompt`: a
+    subagent's task, a spawned session's first prompt), or "". `tool_input` is the input
+    object, or its JSON text as a transcript's tool_use entry keeps it."""
+    if isinstance(tool_input, str):
+        try:
+            tool_input = json.loads(tool_input)
+        except (ValueError, RecursionError):
+            return ""
+    value = tool_input.get("prompt") if isinstance(tool_input, dict) else None
+    if not isinstance(value, str) or len(value.strip()) < AGENT_PROMPT_MIN_CHARS:
+        return ""
+    return value
+
+
 def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
     """The entries of JSONL lines, each with the number of its line (from 1)."""
     out: list[Entry] = []
