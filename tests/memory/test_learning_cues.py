@@ -691,3 +691,17 @@ def test_a_value_named_as_the_standard_is_a_rule_not_an_announcement() -> None:
     assert (draft.tier, draft.statement) == ("A", "Kebab-case H1 is the standard.")
     assert L.extract("These are the standards I'd like you to follow.") == []
     assert [d.tier for d in L.extract("This is the standard going forward.")] in ([], ["C"])
+
+
+@pytest.mark.parametrize(
+    ("prompt", "tier"),
+    [
+        # what only the earlier turns resolve waits for review; the same rule alone is kept
+        ("Always keep the retry loop short, as we discussed above.", "C"),
+        ("Always keep the retry loop short.", "A"),
+        ("From now on never pick option 2 for the cache.", "C"),
+        ("From now on never pick the in-memory backend for the cache.", "A"),
+    ],
+)
+def test_a_rule_that_leans_on_the_conversation_waits_for_review(prompt: str, tier: str) -> None:
+    assert [d.tier for d in L.extract(prompt)] == [tier]

@@ -350,6 +350,8 @@ def test_a_transcript_line_never_yields_a_nul_or_a_lone_surrogate() -> None:
         ("Since the user explicitly stated it, I would first confirm with them.", "assistant"),
         ("This session is being continued from a previous conversation.", "assistant"),
         ("why is the build failing?", "question"),
+        ("Always keep the retry loop short, as we discussed above.", "leans on the conversation"),
+        ("Never pick option 2 for the cache.", "leans on the conversation"),
     ],
 )
 def test_lesson_check_refuses_what_is_not_a_lesson(statement: str, reason: str) -> None:

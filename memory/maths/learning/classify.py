@@ -443,6 +443,13 @@ def lesson_check(statement: str) -> LessonCheck:
         return LessonCheck(False, "empty")
     if _ASSISTANT_TEXT.match(text):
         return LessonCheck(False, "assistant text, not the user's words")
+    leans = cues.LEANS_ON_CONVERSATION.search(text)
+    if leans:
+        return LessonCheck(
+            False,
+            f'it leans on the conversation ("{leans.group(0)}"): stored alone it names nothing '
+            "to act on",
+        )
     verdict = classify(text)
     if verdict.is_signal:
         return LessonCheck(True)

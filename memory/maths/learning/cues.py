@@ -322,6 +322,19 @@ DEICTIC = re.compile(
     r"modify|delete)\s+(?:it|this|that|them|these|those)\b(?!\s+(?:way|format|again))",
     re.I,
 )
+# What only the conversation can resolve: "do so", "as you mentioned", "discussed above", "option
+# 2". A rule stored alone must name what it asks for; one that leans on earlier turns says nothing
+# to an agent in a later session (it waits for review, and maintenance calls it no lesson).
+LEANS_ON_CONVERSATION = re.compile(
+    r"(?i:\b(?:do|did|does|doing)\s+so\b"
+    r"|\b(?:as|like)\s+(?:you|i|we)(?:'ve|\s+have)?\s+(?:just\s+)?(?:mentioned|said|suggested|"
+    r"described|discussed|explained|proposed|outlined|noted)\b"
+    r"|\b(?:mentioned|discussed|described|said|suggested|outlined|listed|proposed)\s+"
+    r"(?:above|earlier|before|previously)\b)"
+    # a choice offered in the conversation: "option 2", "approach B", "version B"
+    r"|\b(?i:option|approach|variant|alternative|proposal)\s+(?:[A-Z]|\d)\b(?![\w.])"
+    r"|\b(?i:version|plan)\s+[A-Z]\b(?![\w.])",
+)
 # A whole rule whose only object is a pronoun: "We don't commit it.", "We always squash them."
 # Stored alone it names nothing; the thing it is about was in the conversation.
 PRONOUN_ONLY = re.compile(
@@ -551,6 +564,8 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     hedge, a request about one work item or a one-off marker leave it a candidate."""
     sentence = plain_intent(sentence)
     timed = bool(STANDING_TIME.search(sentence))
+    if LEANS_ON_CONVERSATION.search(sentence):
+        return TIER_INFERRED
     if RULE_REQUEST.search(sentence) and not HEDGE.search(sentence):
         # "Add this to CLAUDE.md": the rule is in what came before, not in the words kept
         content_free = (
