@@ -55,8 +55,9 @@ def normalise(text: str) -> str:
 
 
 def content_hash(text: str) -> str:
-    """SHA-256 hex digest of the UTF-8 normalised text (64 lowercase hex characters)."""
-    return hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()
+    """SHA-256 hex digest of the UTF-8 normalised text (64 lowercase hex characters); a lone
+    surrogate (a JSON escape like "\\ud800" decodes to one) is hashed as "?", never an error."""
+    return hashlib.sha256(normalise(text).encode("utf-8", "replace")).hexdigest()
 
 
 def _sides(normalised: str, pair: tuple[re.Pattern[str], re.Pattern[str]]) -> frozenset[int]:

@@ -61,10 +61,6 @@ EXTRACT_TASK = extraction.EXTRACT_TASK
 EXTRACT_SCHEMA = extraction.EXTRACT_SCHEMA
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(textnorm.normalise(text).encode("utf-8", "replace")).hexdigest()
-
-
 def _storable(text: str) -> str:
     """Text a database column takes: no NUL (PostgreSQL refuses it), no lone surrogate (a JSON
     escape like "\\ud800" decodes to one, and UTF-8 cannot encode it)."""
@@ -99,7 +95,7 @@ def agent_prompts_record(*, owner: Any, tool_inputs: Iterable[Any], now: datetim
     user prompt is never taken as the person's words (`agent_written`). One insert, no read:
     it runs on PreToolUse. Returns how many were new."""
     digests = {
-        _digest(prompt[:MAX_SIGNAL_CHARS])
+        textnorm.content_hash(prompt[:MAX_SIGNAL_CHARS])
         for prompt in map(learning.agent_prompt, tool_inputs)
         if prompt
     }
@@ -122,7 +118,7 @@ def agent_written(owner: Any, texts: Iterable[str], *, before: datetime | None =
     """The digests among `texts` of prompts the agent wrote (recorded before `before`, when
     given), except the person's own prompts that the agent handed on word for word: a prompt
     captured from the person before stays theirs. Two queries."""
-    digests = {_digest(t[:MAX_SIGNAL_CHARS]) for t in texts}
+    digests = {textnorm.content_hash(t[:MAX_SIGNAL_CHARS]) for t in texts}
     recorded = AgentPrompt.objects.filter(owner=owner, digest__in=digests)
     if before is not None:
         recorded = recorded.filter(created_at__lt=before)
@@ -165,7 +161,7 @@ def prompt_capture(
     if agent_written(owner, [prompt]):
         return None  # a session the agent started with its own prompt (a spawned task)
     text, found = scanner.redact_secrets(prompt[:MAX_SIGNAL_CHARS])
-    digest = _digest(text)
+    digest = textnorm.content_hash(text)
     if (
         session is not None
         and LearningSignal.objects.filter(session=session, digest=digest).exists()
@@ -400,7 +396,7 @@ def error_fix_of(signal: LearningSignal) -> dict[str, str]:
 Sourced = tuple[learning.LessonDraft, learning.Entry | None]
 
 
-def _heuristic(signal: LearningSignal) -> list[Sourced]:
+def _heuristic(signal: LearningSignal, entries: Sequence[learning.Entry]) -> list[Sourced]:
     """The heuristic's drafts of a signal, each with the transcript entry it quotes (None for a
     prompt, whose signal is the quote, and for an error → fix pair)."""
     if signal.kind == LearningSignal.Kind.PROMPT:
@@ -419,7 +415,7 @@ def _heuristic(signal: LearningSignal) -> list[Sourced]:
             rationale=statement,
         )
         return [(draft, None)]
-    return _heuristic_entries(_transcript_entries(signal))
+    return _heuristic_entries(entries)
 
 
 def _heuristic_entries(entries: Sequence[learning.Entry]) -> list[Sourced]:
@@ -456,10 +452,10 @@ def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
     for entry in entries:
         prompt = learning.agent_prompt(entry.tool_input) if entry.kind == "tool_use" else ""
         if prompt:
-            asked.add(_digest(prompt[:MAX_SIGNAL_CHARS]))
-        elif entry.kind == "user" and _digest(entry.text[:MAX_SIGNAL_CHARS]) in asked:
-            written.add(_digest(entry.text[:MAX_SIGNAL_CHARS]))
-    digests = {_digest(e.text[:MAX_SIGNAL_CHARS]) for e in typed}
+            asked.add(textnorm.content_hash(prompt[:MAX_SIGNAL_CHARS]))
+        elif entry.kind == "user" and textnorm.content_hash(entry.text[:MAX_SIGNAL_CHARS]) in asked:
+            written.add(textnorm.content_hash(entry.text[:MAX_SIGNAL_CHARS]))
+    digests = {textnorm.content_hash(e.text[:MAX_SIGNAL_CHARS]) for e in typed}
     # This session's prompts, and another session's prompt copied here (its signal has no
     # uuid; typed anew, it would be a prompt of this session): both are captured already.
     captured = set(
@@ -478,13 +474,13 @@ def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
         for entry in entries
         if entry.kind != "user"
         or (
-            _digest(entry.text[:MAX_SIGNAL_CHARS]) not in captured | written
+            textnorm.content_hash(entry.text[:MAX_SIGNAL_CHARS]) not in captured | written
             and not (entry.uuid and entry.uuid in learned)
         )
     ]
 
 
-def _llm_text(signal: LearningSignal) -> list[extraction.Run]:
+def _llm_text(signal: LearningSignal, entries: Sequence[learning.Entry]) -> list[extraction.Run]:
     """What the LLM reads of a signal, call by call: a prompt in one call, all of it the user's
     words; an error → fix pair in one call with no user's words; a transcript delta (without
     the prompts already captured) in runs of whole entries, only those holding a user entry."""
@@ -492,19 +488,24 @@ def _llm_text(signal: LearningSignal) -> list[extraction.Run]:
         return [extraction.Run(text=signal.text, users=(signal.text,))]
     if signal.kind != LearningSignal.Kind.TRANSCRIPT:
         return [extraction.Run(text=signal.text)]
-    return extraction.transcript_runs(_transcript_entries(signal))
+    return extraction.transcript_runs(list(entries))
 
 
-def _extract(signal: LearningSignal, limit: int) -> tuple[list[tuple[Sourced, str]], str]:
+def _extract(
+    signal: LearningSignal, limit: int, entries: Sequence[learning.Entry]
+) -> tuple[list[tuple[Sourced, str]], str]:
     """The drafts of a signal (each with the entry it quotes) with the producer of each, and
-    the signal's producer.
+    the signal's producer; `entries` are a transcript delta's (`_transcript_entries`, read once
+    per signal), empty for other kinds.
 
     The LLM reads a transcript delta in up to MAX_EXTRACT_CALLS calls; when it stops (the
     budget, the breaker, a failure) or the calls run out, the heuristic reads the entries it
     did not. When no call succeeds, the heuristic decides alone, as without a key."""
     if not configured():  # the default: no key, nothing to prepare for a call
-        return [(d, PRODUCER_HEURISTIC) for d in _heuristic(signal)[:limit]], PRODUCER_HEURISTIC
-    runs = _llm_text(signal)
+        return [
+            (d, PRODUCER_HEURISTIC) for d in _heuristic(signal, entries)[:limit]
+        ], PRODUCER_HEURISTIC
+    runs = _llm_text(signal, entries)
     drafts: list[tuple[Sourced, str]] = []
     sent = 0
     for run in runs[: extraction.MAX_EXTRACT_CALLS]:
@@ -522,7 +523,9 @@ def _extract(signal: LearningSignal, limit: int) -> tuple[list[tuple[Sourced, st
         drafts += [((draft, _entry_of(draft, run.entries)), PRODUCER_LLM) for draft in found]
         sent += 1
     if not sent:
-        return [(d, PRODUCER_HEURISTIC) for d in _heuristic(signal)[:limit]], PRODUCER_HEURISTIC
+        return [
+            (d, PRODUCER_HEURISTIC) for d in _heuristic(signal, entries)[:limit]
+        ], PRODUCER_HEURISTIC
     unread = [entry for run in runs[sent:] for entry in run.entries]
     rest = _heuristic_entries(unread)[: max(limit - len(drafts), 0)]
     return drafts + [(d, PRODUCER_HEURISTIC) for d in rest], PRODUCER_LLM
@@ -552,7 +555,8 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
         if signal.kind == LearningSignal.Kind.PROMPT
         else learning.MAX_DRAFTS_PER_SESSION
     )
-    drafts, producer = _extract(signal, limit)
+    entries = _transcript_entries(signal) if signal.kind == LearningSignal.Kind.TRANSCRIPT else []
+    drafts, producer = _extract(signal, limit, entries)
     # Never a lesson holding a credential-like token (the LLM may repeat "API_KEY=XXXX…", which
     # the scanner leaves as a placeholder): it would be injected into every session's brief.
     drafts = [
@@ -569,7 +573,7 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
                 signal=signal, draft=draft, producer=made_by, forced=forced, now=now, entry=entry
             )
         if signal.kind == LearningSignal.Kind.TRANSCRIPT:
-            entries = _transcript_entries(signal)
+            drafted = {entry.uuid for (_, entry), _ in drafts if entry is not None and entry.uuid}
             # The agent's prompts in this delta, for the sessions they start (an import's,
             # whose tool calls reached no PreToolUse), recorded with the drafts.
             agent_prompts_record(
@@ -578,7 +582,9 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
                 now=now,
             )
             for entry in entries:
-                if entry.kind == "user" and learning.forget_request(entry.text) is not None:
+                if entry.uuid in drafted or entry.kind != "user":
+                    continue  # an entry learned from now is no request to forget
+                if learning.forget_request(entry.text) is not None:
                     supersession.rule_forget(signal=signal, now=now, entry=entry)
     return len(drafts)
 

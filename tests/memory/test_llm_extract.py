@@ -35,7 +35,7 @@ def prompt_signal(session: AgentSession, text: str) -> LearningSignal:
 
 
 def _digest(text: str) -> str:
-    from memory.services.learning import _digest as digest
+    from memory.maths.textnorm import content_hash as digest
 
     return digest(text)
 
