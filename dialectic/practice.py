@@ -162,6 +162,14 @@ def swallowed(command: str) -> bool:
     return len(words) >= 3 and placeholders * 5 > len(words) * 3
 
 
+def _ordinary_use(parts: Sequence[str]) -> bool:
+    """Whether a chain is one program's ordinary use: its first step is only a subcommand of
+    the program the next step runs (`git add && git commit`), naming nothing of how or what
+    (no flag, no place); that is how the program works, not a practice of this person."""
+    first, after = parts[0].split(" "), parts[1].split(" ")
+    return first == main_program(parts[0]).split(" ") and first[0] == after[0]
+
+
 def main_program(command: str) -> str:
     """The program with its subcommands, up to the first flag or placeholder (at most three
     words): `git log --oneline -<n>` → `git log`, `uv run pytest -x` → `uv run pytest`."""
@@ -227,7 +235,7 @@ class Practice:
             return "precondition"
         if len(parts) >= 2 and not only_looks(parts[0]):
             programs = {main_program(p) for p in parts}
-            if len(programs) == len(parts) and all(programs):
+            if len(programs) == len(parts) and all(programs) and not _ordinary_use(parts):
                 return "precondition"
         return ""
 

@@ -119,6 +119,15 @@ def test_a_precondition_chained_before_a_command_is_its_occasion() -> None:
     assert found.publishable
 
 
+@pytest.mark.parametrize("command", ["git add && git commit", "git pull && git push"])
+def test_one_programs_bare_steps_in_their_usual_order_are_no_practice(command: str) -> None:
+    found = practice.practice_of([Member("Bash", f"Bash `{command}`")] * 3)
+    assert found.occasion == ""
+    assert not found.publishable
+    chained = practice.practice_of([Member("Bash", "Bash `git fetch --prune && git rebase`")] * 3)
+    assert chained.occasion == "precondition"
+
+
 def test_the_command_run_when_another_failed_is_a_fix() -> None:
     members = [
         Member("Bash", "Bash `git pull --rebase`", previous="Bash `git push` failed"),
