@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -25,6 +26,9 @@ sys.path.insert(0, str(ROOT))
 from memory.maths import learning, textnorm  # noqa: E402
 
 DEFAULT = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/work/data/transcripts"))
+
+
+_IDE_NOTE = re.compile(r"<(ide_[a-z_]+)>.*?</\1>", re.S)
 
 
 def _jsonl(path: Path) -> list[dict[str, object]]:
@@ -51,7 +55,10 @@ def _agent_prompts(files: list[Path]) -> set[str]:
 def audit(folder: Path) -> dict[str, object]:
     """Counts of the parser's user entries against the labels in `folder`."""
     rows = _jsonl(folder / "labels.jsonl")
-    typed = {str(r["uuid"]): str(r["text"]).strip() for r in rows}
+    # A `!` shell command (`<bash-input>…`) is typed but no prompt: some labellers list it.
+    rows = [r for r in rows if not str(r["text"]).lstrip().startswith("<bash-input>")]
+    # The IDE's note of the open file or selection, which some labellers left in, is not typed.
+    typed = {str(r["uuid"]): _IDE_NOTE.sub("", str(r["text"])).strip() for r in rows}
     # What the person typed after a slash command: their words, but a slash-command entry is
     # never taken as theirs (issue #24's contract), so it is counted apart, not as missed.
     command_args = {

@@ -235,7 +235,7 @@ def test_on_real_transcripts_only_typed_prompts_are_the_users() -> None:
     # An app's button ("Create a PR") after its instructions reads as typed; it is a task.
     reasons = found["by reason"]
     assert isinstance(reasons, dict)
-    assert all("button" in str(reason) for reason in reasons), reasons
+    assert all("button" in str(r) or r == "app_written" for r in reasons), reasons
 
 
 def test_reminders_and_hook_output_are_cut_out_of_what_the_person_typed() -> None:
@@ -494,6 +494,57 @@ def test_a_rule_typed_while_the_agent_worked_is_learned_at_stop(
     rule = Engram.objects.get(statement="Always run ruff before committing.")
     assert (rule.status, rule.source) == ("active", "user")
     assert LearningDraft.objects.get(engram=rule).entry_uuid == "q-1"
+
+
+def queue_op(operation: str, at: str, content: object = None) -> str:
+    """Claude Code 2.1's record of its input queue (no uuid, no `type: "user"` line)."""
+    row: dict[str, Any] = {"type": "queue-operation", "operation": operation, "timestamp": at}
+    if content is not None:
+        row["content"] = content
+    return json.dumps(row) + "\n"
+
+
+def test_a_queued_prompt_the_running_turn_took_in_is_the_persons_once() -> None:
+    lines = (
+        entry("user", "Let's start on the cart.", "u-1")
+        + queue_op("enqueue", "T1", RULE)  # taken in by the running turn: no line of its own
+        + queue_op("remove", "T2")
+        + queue_op("enqueue", "T3", "and add a test for it")  # sent as the next prompt
+        + queue_op("dequeue", "T4")
+        + entry("user", "and add a test for it", "u-2")
+        + queue_op("enqueue", "T5", "/model")  # a slash command
+        + queue_op("remove", "T6")
+        + queue_op("enqueue", "T7", '{"task_id": "b1", "status": "done"}')  # an app's notice
+        + queue_op("remove", "T8")
+        + queue_op("enqueue", "T9", '<agent-message from="reviewer">Looks good</agent-message>')
+        + queue_op("remove", "T10")
+        + queue_op("enqueue", "T11", "never mind")  # taken back to edit, then typed anew
+        + queue_op("popAll", "T12")
+        + queue_op("enqueue", "T13", RULE + " ")  # cut short: not yet taken in
+    ).splitlines()
+    users = [(e.text, e.uuid, e.queued) for e in L.parse_lines(lines) if e.kind == "user"]
+    assert users == [
+        ("Let's start on the cart.", "u-1", False),
+        (RULE, "queue:T1", True),
+        ("and add a test for it", "u-2", False),
+    ]
+
+
+def test_a_rule_typed_mid_turn_in_claude_code_2_1_is_learned_at_stop(
+    api: Client, tmp_path: Path
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        entry("user", "Let's start on the cart.", "u-1")
+        + queue_op("enqueue", "2026-11-20T09:15:03.120Z", RULE)
+        + queue_op("remove", "2026-11-20T09:15:09.004Z")
+    )
+    hook(api, "UserPromptSubmit", prompt="Let's start on the cart.")
+    hook(api, "Stop", transcript_path=str(transcript))
+    learning.session_capture(session_pk=AgentSession.objects.get().pk)
+    rule = Engram.objects.get(statement="Always run ruff before committing.")
+    assert (rule.status, rule.source) == ("active", "user")
+    assert LearningDraft.objects.get(engram=rule).entry_uuid == "queue:2026-11-20T09:15:03.120Z"
 
 
 WISH = "I think we should use pytest fixtures instead of setUp methods."

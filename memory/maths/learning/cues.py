@@ -49,7 +49,8 @@ STANDING_TIME = re.compile(
 # "always"/"never" addressed to the agent: at the start of the clause (after "please", "and",
 # "so", "but"), after "you"/"we" (with a modal), after "make sure (you|to)", or "don't ever".
 ALWAYS_NEVER = re.compile(
-    r"(?:^|[,;:]\s*|\b(?:and|so|but|please|then)\s+)(?:please\s+)?(?:always|never)\s+\w"
+    r"(?:^|[,;:]\s*|\b(?:and|so|but|please|then|as\s+always|as\s+usual),?\s+)(?:please\s+)?"
+    r"(?:always|never)\s+\w"
     r"|\b(?:you|we)\s+(?:should\s+|must\s+|will\s+|need\s+to\s+|have\s+to\s+)?(?:always|never)\s+\w"
     r"|\b(?:make|be)\s+sure\s+(?:that\s+)?(?:to|you|we)\s+(?:\w+\s+)?(?:always|never)\b"
     r"|\b(?:don'?t|do\s+not)\s+ever\b|(?<!\bas\s)\b(?:always|never)\s*[.!]?\s*$"
@@ -62,10 +63,12 @@ PROJECT_CONVENTION = re.compile(
     r"\b(?:in|for)\s+this\s+(?:repo(?:sitory)?|project|codebase|code\s*base|team|monorepo)\b"
     # … followed by a habit ("we use", "you always", "don't"), not a wish for now ("we want to
     # commit X", "you should create Y")
-    r"[^.?!]{0,40}?(?:\b(?:all|every|always|never|don'?t|do\s+not)\b|\b(?:we|you)\s+(?:(?:usually|"
+    # ("all"/"every" right after it: "in this repo, all tests …", not "… you will copy all of")
+    r"(?:,?\s+(?:all|every)\b|[^.?!]{0,40}?(?:\b(?:always|never|don'?t|do\s+not)\b|"
+    r"\b(?:we|you)\s+(?:(?:usually|"
     r"only|generally|normally|typically|mostly)\s+)?(?:use|prefer|keep|write|follow|put|name|"
     r"avoid|stick|run|deploy|release|import|format|test|commit|work|rely)\b|[,:]\s*(?:please\s+)?"
-    r"(?:use|prefer|keep|write|follow|put|name|avoid|stick|run)\b)"
+    r"(?:use|prefer|keep|write|follow|put|name|avoid|stick|run)\b))"
     r"|\b(?:here\s+)?we\s+(?:always|never|only|don'?t\s+ever|do\s+not\s+ever)\s+"
     r"(?!(?!(?:need|embed|proceed|exceed|succeed|feed|seed|speed)\b)\w{2,}ed\b)\w"  # not "we only added"
     r"|\bwe\s+(?:don'?t|do\s+not)\s+(?:use|allow|commit|write|add|import|mix|rely|do)\b"

@@ -22,7 +22,7 @@ from typing import Any
 _NOT_TYPED = re.compile(
     r"<(?:command-name|command-message|command-args|local-command-stdout|local-command-stderr|"
     r"bash-input|bash-stdout|bash-stderr|local-command-caveat|task-notification|"
-    r"teammate-message|ci-monitor-event)\b[^>]*>"
+    r"teammate-message|agent-message|ci-monitor-event)\b[^>]*>"
     r"|^\s*Caveat: The messages below were generated",
     re.I,
 )
@@ -228,12 +228,69 @@ def agent_prompt(tool_input: Any) -> str:
 
 
 def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
-    """The entries of JSONL lines, each with the number of its line (from 1)."""
+    """The entries of JSONL lines, each with the number of its line (from 1); a prompt typed
+    while the agent worked is one of them where the lines show it reached the agent
+    (`_QueuedPrompts`)."""
     out: list[Entry] = []
+    queue = _QueuedPrompts()
     for number, line in enumerate(lines, start=1):
-        if line and line.strip():
-            out.extend(parse_line(line, number=number))
-    return out
+        if not (line and line.strip()):
+            continue
+        marker = b'"queue-operation"' if isinstance(line, bytes) else '"queue-operation"'
+        if marker in line:
+            queue.read(line, number)  # type: ignore[arg-type]
+            continue
+        out.extend(parse_line(line, number=number))
+    return queue.merged(out)
+
+
+class _QueuedPrompts:
+    """Prompts the person typed while the agent was working, as Claude Code 2.1 writes them: a
+    `queue-operation` line `enqueue` with the text, then `remove` when the running turn took it
+    in (no `type: "user"` line follows, and no UserPromptSubmit), or `dequeue` when it was sent
+    as the next prompt (which then has its own line), or `popAll` when the person took the queue
+    back to edit it. Only a removed one is an entry of its own (queued, uuid `queue:<time>`);
+    one whose text comes back as a user entry later in the same lines is that entry."""
+
+    def __init__(self) -> None:
+        self.waiting: list[Entry | None] = []
+        self.taken: list[Entry] = []
+
+    def read(self, line: str | bytes, number: int) -> None:
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):
+            return
+        if not isinstance(row, dict) or row.get("type") != "queue-operation":
+            return
+        operation = row.get("operation")
+        if operation == "enqueue":
+            self.waiting.append(self._entry(row, number))
+        elif operation in ("remove", "dequeue") and self.waiting:
+            entry = self.waiting.pop(0)
+            if operation == "remove" and entry is not None:
+                self.taken.append(entry)
+        elif operation == "popAll":
+            self.waiting.clear()
+
+    @staticmethod
+    def _entry(row: dict[str, Any], number: int) -> Entry | None:
+        content = _clean(row.get("content"))
+        text = user_words(content) if isinstance(content, str) else ""
+        if not text or text.startswith(("/", "{", "[")):
+            return None  # a slash command, an app's JSON (a background task's notice)
+        return Entry("user", text=text, uuid=f"queue:{row.get('timestamp', '')}"[:64],
+                     line=number, queued=True)  # fmt: skip
+
+    def merged(self, entries: list[Entry]) -> list[Entry]:
+        if not self.taken:
+            return entries
+        later: dict[str, int] = {}
+        for entry in entries:
+            if entry.kind == "user":
+                later[entry.text] = max(later.get(entry.text, 0), entry.line)
+        kept = [e for e in self.taken if later.get(e.text, 0) <= e.line]
+        return sorted(entries + kept, key=lambda e: e.line)
 
 
 def split_complete(data: bytes) -> tuple[list[bytes], int]:
