@@ -12,7 +12,8 @@ folder that is the server's ENGRAM_TRANSCRIPT_DIRS). Tasks run in-process (eager
 capture, attribution and outcomes are the fallbacks most users get.
 
 Then the daily job (`maintenance.maintain_all`: the 30-day archive, then maintenance) runs
-once now and once 31 days later, and the bench prints, per owner, what was stored (active
+once now and once 31 days later (with `--daily` also after each day's last session, as the
+daily job would have while the person worked), and the bench prints, per owner, what was stored (active
 rules by source, candidates) and every maintenance proposal with its engram's statement, who
 stated it, its outcomes and the proposal's reason. `--proposals FILE` writes them as JSON lines
 for labelling; `--labels FILE` (default bench/labels/maintenance_real.jsonl: {"owner", "corpus",
@@ -34,6 +35,7 @@ import shutil
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -184,7 +186,11 @@ def corpus_labels(folder: Path) -> dict[str, str]:
 
 
 def replay_owner(
-    folder: Path, served: Path, limit: int, labels: dict[str, str] | None = None
+    folder: Path,
+    served: Path,
+    limit: int,
+    labels: dict[str, str] | None = None,
+    daily: Callable[[Any], None] | None = None,
 ) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.test import Client
@@ -253,6 +259,9 @@ def replay_owner(
         post("Stop", len(lines), last_assistant_message="Done.")
         if labels is not None:
             answered.update(review_like_the_labels(owner, labels))
+        day = files[number][0][:10]
+        if daily is not None and (number + 1 == len(files) or files[number + 1][0][:10] != day):
+            daily(owner)  # the last session of a day: the daily job runs
     out = {"owner": owner, "sessions": len(files), "prompts": prompts, "calls": calls}
     if labels is not None:
         out["reviewed"] = dict(answered)
@@ -331,6 +340,12 @@ def main() -> int:
         help="after each session, answer the waiting candidates as the corpus's labels.jsonl reads "
         "their prompts (a careful reviewer): keep the rules, one-off the rest",
     )
+    parser.add_argument(
+        "--daily",
+        action="store_true",
+        help="run the maintenance job after each day's last session (by the transcripts' dates), "
+        "as the daily job would, besides once at the end; proposals left open are not made twice",
+    )
     args = parser.parse_args()
     folders = sorted(p for p in args.transcripts.glob("*") if p.is_dir() and any(p.glob("*.jsonl")))
     if not folders:
@@ -345,15 +360,19 @@ def main() -> int:
 
         written: list[dict[str, Any]] = []
         for folder in folders:
+            made: list[Any] = []
             replayed = replay_owner(
                 folder,
                 served,
                 args.limit_sessions,
                 corpus_labels(folder) if args.review else None,
+                (lambda owner, made=made: made.extend(maintenance.maintain(owner=owner)))
+                if args.daily
+                else None,
             )
             owner = replayed.pop("owner")
             kept = stored(owner)
-            made = maintenance.maintain(owner=owner)
+            made += maintenance.maintain(owner=owner)
             later = timezone.now() + timedelta(days=31)
             maintenance.archive_stale(owner=owner, now=later)
             made += maintenance.maintain(owner=owner, now=later)

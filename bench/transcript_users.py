@@ -56,13 +56,22 @@ def audit(folder: Path) -> dict[str, object]:
     """Counts of the parser's user entries against the labels in `folder`."""
     rows = _jsonl(folder / "labels.jsonl")
     # A `!` shell command (`<bash-input>…`) is typed but no prompt: some labellers list it.
-    rows = [r for r in rows if not str(r["text"]).lstrip().startswith("<bash-input>")]
+    rows = [
+        r
+        for r in rows
+        if not str(r["text"]).lstrip().startswith("<bash-input>")
+        and "bash-mode" not in str(r.get("note", ""))
+    ]
     # The IDE's note of the open file or selection, which some labellers left in, is not typed.
     typed = {str(r["uuid"]): _IDE_NOTE.sub("", str(r["text"])).strip() for r in rows}
     # What the person typed after a slash command: their words, but a slash-command entry is
     # never taken as theirs (issue #24's contract), so it is counted apart, not as missed.
     command_args = {
-        str(r["uuid"]) for r in rows if r.get("command") or "command-args" in str(r.get("note", ""))
+        str(r["uuid"])
+        for r in rows
+        if r.get("command")
+        or r.get("origin") == "command-args"
+        or "command-args" in str(r.get("note", ""))
     }
     not_typed = {
         str(r["uuid"]): str(r["reason"]) for r in _jsonl(folder / "non_human_user_entries.jsonl")

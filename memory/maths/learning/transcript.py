@@ -22,7 +22,7 @@ from typing import Any
 _NOT_TYPED = re.compile(
     r"<(?:command-name|command-message|command-args|local-command-stdout|local-command-stderr|"
     r"bash-input|bash-stdout|bash-stderr|local-command-caveat|task-notification|"
-    r"teammate-message|agent-message|ci-monitor-event)\b[^>]*>"
+    r"teammate-message|agent-message|agent-notification|ci-monitor-event)\b[^>]*>"
     r"|^\s*Caveat: The messages below were generated",
     re.I,
 )
