@@ -701,7 +701,16 @@ def test_a_value_named_as_the_standard_is_a_rule_not_an_announcement() -> None:
         ("Always keep the retry loop short.", "A"),
         ("From now on never pick option 2 for the cache.", "C"),
         ("From now on never pick the in-memory backend for the cache.", "A"),
+        # what a document should say, a time included, is its content: no rule for the agent
+        ("Document in docs/setup.md that from now on the server needs Redis.", "C"),
+        ("From now on, always update the README.md when adding a flag.", "A"),
     ],
 )
 def test_a_rule_that_leans_on_the_conversation_waits_for_review(prompt: str, tier: str) -> None:
     assert [d.tier for d in L.extract(prompt)] == [tier]
+
+
+def test_a_lead_in_before_a_prohibition_does_not_hide_it() -> None:
+    (draft,) = L.extract("oh, please don't rebase shared branches - it breaks the release jobs")
+    assert draft.statement.startswith("Don't rebase shared branches")
+    assert L.extract("ok, don't worry about it") == []

@@ -212,7 +212,8 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     lead = _CORRECTION_LEAD.match(text) if first else None
     rest = text[lead.end() :] if lead else ""
     led = bool(lead and (_IMPERATIVE.match(rest) or _rule_kind(rest)))
-    kind = _rule_kind(text)
+    # "oh, please don't amend commits": a lead-in before a marker that wants the start
+    kind = _rule_kind(text) or _rule_kind(_LEAD_INS.sub("", text))
     cue: bool | None = None  # computed when needed: most sentences never need it
     if not (led or kind or _CORRECTION_ANY.search(text) or _imperative_rule(text)):
         cue = cues.is_standing(text)

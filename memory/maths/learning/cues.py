@@ -338,6 +338,14 @@ LEANS_ON_CONVERSATION = re.compile(
     r"|\b(?i:option|approach|variant|alternative|proposal)\s+(?:[A-Z]|\d)\b(?![\w.])"
     r"|\b(?i:version|plan)\s+[A-Z]\b(?![\w.])",
 )
+# A request to write into a document that is not a rules file ("Note in the README that the
+# app asks once, going forward"): its words, a time included, are the document's content.
+DOC_REQUEST = re.compile(
+    r"^(?:please\s+)?(?:also\s+)?(?:note|mention|document|explain|describe|write|add|say|state)"
+    r"\b[^.!?]{0,40}?\b(?:in|to|into)\s+(?:the\s+|our\s+)?@?(?![\w./-]*" + RULES_FILE + r")"
+    r"[\w./-]*\.(?:md|txt|rst|adoc)\b",
+    re.I,
+)
 # A whole rule whose only object is a pronoun: "We don't commit it.", "We always squash them."
 # Stored alone it names nothing; the thing it is about was in the conversation.
 PRONOUN_ONLY = re.compile(
@@ -567,7 +575,7 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     hedge, a request about one work item or a one-off marker leave it a candidate."""
     sentence = plain_intent(sentence)
     timed = bool(STANDING_TIME.search(sentence))
-    if LEANS_ON_CONVERSATION.search(sentence):
+    if LEANS_ON_CONVERSATION.search(sentence) or DOC_REQUEST.match(sentence):
         return TIER_INFERRED
     if RULE_REQUEST.search(sentence) and not HEDGE.search(sentence):
         # "Add this to CLAUDE.md": the rule is in what came before, not in the words kept
