@@ -236,9 +236,11 @@ def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
     for number, line in enumerate(lines, start=1):
         if not (line and line.strip()):
             continue
-        marker = b'"queue-operation"' if isinstance(line, bytes) else '"queue-operation"'
-        if marker in line:
-            queue.read(line, number)  # type: ignore[arg-type]
+        queued = (
+            b'"queue-operation"' in line if isinstance(line, bytes) else '"queue-operation"' in line
+        )
+        if queued:
+            queue.read(line, number)
             continue
         out.extend(parse_line(line, number=number))
     return queue.merged(out)
