@@ -458,3 +458,26 @@ def test_a_transcript_with_escaped_nul_and_surrogates_is_learned_from_cleanly(
     for statement in Engram.objects.values_list("statement", flat=True):
         assert "\x00" not in statement
         statement.encode("utf-8")
+
+
+def test_a_candidate_the_person_keeps_in_review_is_a_rule_they_stated(
+    api: Client, owner: Any
+) -> None:
+    say(api, "I prefer small commits with one change each.")  # a preference: a candidate
+    extract_all()
+    mine = Engram.objects.get(statement="I prefer small commits with one change each.")
+    assert (mine.status, mine.source) == ("candidate", "agent")
+    hook(api, "PostToolUseFailure", tool_name="Bash", tool_input={"command": "npm i x"},
+         error="npm: command not found")  # fmt: skip
+    hook(api, "PostToolUse", tool_name="Bash", tool_input={"command": "pnpm i x"},
+         tool_response={"stdout": "ok"})  # fmt: skip
+    hook(api, "Stop")
+    learning.session_capture(session_pk=AgentSession.objects.get().pk)
+    learned = Engram.objects.get(source="agent", statement__startswith="When `npm`")
+    for engram in (mine, learned):
+        item = ReviewItem.objects.get(engram=engram, kind="candidate")
+        review.review_decide(owner=owner, item=item, action="approve", actor="person:alice")
+    mine.refresh_from_db()
+    learned.refresh_from_db()
+    assert (mine.status, mine.source) == ("active", "user")
+    assert (learned.status, learned.source) == ("active", "agent")  # Engram's, not their words
