@@ -97,6 +97,8 @@ def test_answering_keep_keeps_both(owner: Any) -> None:
         ("Use pnpm as the package manager.", "Use yarn as the package manager."),
         ("Keep lines under 100 characters.", "Keep lines under 120 characters."),
         ("Always use a VPN when working remotely.", "Never use a VPN when working remotely."),
+        ("Always use British spelling in the docs.",
+         "From now on we write everything in US English."),
     ],
 )  # fmt: skip
 def test_a_slot_that_holds_one_value_is_superseded_through_retire(
@@ -137,6 +139,8 @@ def test_an_inferred_lesson_never_supersedes_a_rule(owner: Any) -> None:
         ("Never run `make test` before pushing.", "Always run `make lint` before pushing.",
          L.variants.OTHER_VALUE),
         ("Use pytest for tests.", "Use ruff for linting.", ""),
+        ("Write comments in English (UK).", "Use American English spelling.", L.variants.SPELLING),
+        ("Write the docs in US English.", "Keep US English in code comments.", ""),
     ],
 )  # fmt: skip
 def test_the_kind_of_variant_names_what_the_two_rules_share(new: str, old: str, kind: str) -> None:

@@ -236,6 +236,24 @@ def _digits(text: str) -> str:
     return _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1).casefold()], text)
 
 
+# A variety of English to spell in ("British spelling", "US English", "English (UK)"): one at a time.
+_VARIETY = re.compile(
+    r"\b(british|(?-i:UK|GB|US)|american|canadian|australian)\s+(?:english|spelling)"
+    r"|\benglish\s*\((?-i:(UK|GB|US))\)",
+    re.I,
+)
+_VARIETY_OF = {"british": "gb", "uk": "gb", "gb": "gb", "us": "us", "american": "us"}
+
+
+def spelling_of(statement: str) -> str:
+    """The variety of English a rule asks to write in ("gb", "us", "canadian" …), or ""."""
+    found = _VARIETY.search(statement)
+    if found is None:
+        return ""
+    word = (found.group(1) or found.group(2)).casefold()
+    return _VARIETY_OF.get(word, word)
+
+
 def is_variant(new: str, old: str) -> bool:
     """A lexical variant test that compares what the rules are about rather than their words:
     the same naming slot with another value, the same role filled by another tool, the same
@@ -244,8 +262,8 @@ def is_variant(new: str, old: str) -> bool:
 
 
 # What `variant_kind` found: a slot that holds one value (the newer rule replaces the older) …
-NAMING, ROLE, NUMBER, REVERSED = "naming", "role", "number", "reversed"
-ONE_VALUE_SLOTS = frozenset({NAMING, ROLE, NUMBER, REVERSED})
+NAMING, ROLE, NUMBER, REVERSED, SPELLING = "naming", "role", "number", "reversed", "spelling"
+ONE_VALUE_SLOTS = frozenset({NAMING, ROLE, NUMBER, REVERSED, SPELLING})
 # … or the same rule words with another value, which two rules can both hold ("run `make lint`
 # before pushing" and "run `make test` before pushing").
 OTHER_VALUE = "value"
@@ -261,9 +279,12 @@ def _numbers_only(new: str, old: str) -> bool:
 def variant_kind(new: str, old: str) -> str:
     """How `new` restates `old`: NAMING (the same naming slot, another value), ROLE (the same
     role, another tool), NUMBER (the same rule, another number), REVERSED (the same practice,
-    the other direction), OTHER_VALUE (the same rule words, another value), or "" (two rules)."""
+    the other direction), SPELLING (another variety of English), OTHER_VALUE (the same rule words, another value), or "" (two rules)."""
     if new.strip().casefold() == old.strip().casefold():
         return ""
+    spelling_new, spelling_old = spelling_of(new), spelling_of(old)
+    if spelling_new and spelling_old and spelling_new != spelling_old:
+        return SPELLING  # "Use British spelling" / "we're using US English everywhere"
     slots_new, slots_old = naming_slots(new), naming_slots(old)
     if slots_new and slots_old:
         # Two naming rules: the same slot (what is named, where) with another value, and
@@ -304,7 +325,7 @@ def supersession(
 ) -> str:
     """What a newer user rule does to an older live one of the same scope: REPLACE it only where
     the slot holds one value (a naming position, the tool for a named role, a number, the same
-    practice reversed); ASK ("does this replace …?", both stay) when it looks like an update but
+    practice reversed, the variety of English); ASK ("does this replace …?", both stay) when it looks like an update but
     both may hold (the same variant key, the same words with another value, or cosine ≥ 0.8
     with another value or the opposite direction); "" for two unrelated rules."""
     kind = variant_kind(new, old)
