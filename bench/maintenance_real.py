@@ -142,11 +142,26 @@ def events(
     return sorted(out, key=lambda item: item[0])
 
 
-def review_like_the_labels(owner: Any, labels: dict[str, str]) -> Counter[str]:
+RULE_WORDS = 0.34  # as bench/capture.py: a statement states a labelled rule
+
+
+def states_a_rule(statement: str, rules: list[str]) -> bool:
+    """Whether `statement` says one of a prompt's labelled rules (a third of its plain words)."""
+    from memory.maths.learning import plain_words
+
+    said = plain_words(statement)
+    return any(
+        (words := plain_words(rule)) and len(words & said) / len(words) >= RULE_WORDS
+        for rule in rules
+    )
+
+
+def review_like_the_labels(owner: Any, labels: dict[str, tuple[str, list[str]]]) -> Counter[str]:
     """A careful reviewer who answers each waiting candidate as the hand labels read the words
-    it came from: "keep as a rule" (approve) when that prompt is labelled `rule`, "it was a
-    one-off" otherwise. Candidates from no labelled prompt (error → fix pairs, the dialectic) are
-    left waiting: the labels say nothing of them."""
+    it came from: "keep as a rule" (approve) when that prompt is labelled `rule` and the
+    candidate says one of its labelled rules, "wrong" when it is another part of such a prompt
+    (a fragment that is not the rule), "it was a one-off" otherwise. Candidates from no labelled
+    prompt (error → fix pairs, the dialectic) are left waiting: the labels say nothing of them."""
     from memory.models import LearningDraft, ReviewItem
     from memory.services import review
 
@@ -156,32 +171,39 @@ def review_like_the_labels(owner: Any, labels: dict[str, str]) -> Counter[str]:
             owner=owner, kind=ReviewItem.Kind.CANDIDATE, state=ReviewItem.State.PENDING
         )
     )
-    found: dict[int, str] = {}
+    found: dict[int, tuple[str, list[str]]] = {}
     for engram_id, uuid, text in LearningDraft.objects.filter(
         engram__in=[item.engram_id for item in waiting]
     ).values_list("engram_id", "entry_uuid", "signal__text"):
-        label = labels.get(uuid, "") or labels.get(" ".join(text.split()), "")
+        label = labels.get(uuid) or labels.get(" ".join(text.split()))
         if label:
             found.setdefault(engram_id, label)
     for item in waiting:
-        label = found.get(item.engram_id, "")
+        label, rules = found.get(item.engram_id, ("", []))
         if not label:
             continue
-        action = "approve" if label == "rule" else "one_off"
+        if label != "rule":
+            action = "one_off"
+        elif not rules or states_a_rule(item.engram.statement if item.engram else "", rules):
+            action = "approve"
+        else:
+            action = "wrong"
         review.review_decide(owner=owner, item=item, action=action, actor="person:bench")
         answered[action] += 1
     return answered
 
 
-def corpus_labels(folder: Path) -> dict[str, str]:
-    """Hand labels of the corpus holding `folder`, by entry uuid and by the prompt's words."""
+def corpus_labels(folder: Path) -> dict[str, tuple[str, list[str]]]:
+    """Hand labels (label, rules) of the corpus holding `folder`, by entry uuid and by the
+    prompt's words."""
     path = folder.resolve().parent / "labels.jsonl"
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, list[str]]] = {}
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
-            found[str(row["uuid"])] = row["label"]
-            found[" ".join(str(row["text"]).split())] = row["label"]
+            label = (str(row["label"]), [str(r) for r in row.get("rules") or []])
+            found[str(row["uuid"])] = label
+            found[" ".join(str(row["text"]).split())] = label
     return found
 
 
@@ -189,7 +211,7 @@ def replay_owner(
     folder: Path,
     served: Path,
     limit: int,
-    labels: dict[str, str] | None = None,
+    labels: dict[str, tuple[str, list[str]]] | None = None,
     daily: Callable[[Any], None] | None = None,
 ) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
@@ -338,7 +360,8 @@ def main() -> int:
         "--review",
         action="store_true",
         help="after each session, answer the waiting candidates as the corpus's labels.jsonl reads "
-        "their prompts (a careful reviewer): keep the rules, one-off the rest",
+        "their prompts (a careful reviewer): keep the candidates that say a labelled rule, call the "
+        "rest of a rule prompt wrong and everything else a one-off",
     )
     parser.add_argument(
         "--daily",
