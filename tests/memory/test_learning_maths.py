@@ -352,6 +352,8 @@ def test_a_transcript_line_never_yields_a_nul_or_a_lone_surrogate() -> None:
         ("why is the build failing?", "question"),
         ("Always keep the retry loop short, as we discussed above.", "leans on the conversation"),
         ("Never pick option 2 for the cache.", "leans on the conversation"),
+        ("Add this to CLAUDE.md.", "does not say the rule"),
+        ("Also add guidance into AGENTS.md for future test creation.", "does not say the rule"),
     ],
 )
 def test_lesson_check_refuses_what_is_not_a_lesson(statement: str, reason: str) -> None:

@@ -444,6 +444,10 @@ def lesson_check(statement: str) -> LessonCheck:
         return LessonCheck(False, "empty")
     if _ASSISTANT_TEXT.match(text):
         return LessonCheck(False, "assistant text, not the user's words")
+    if cues.rule_request_without_rule(text):
+        return LessonCheck(
+            False, "a request to write a rule down that does not say the rule (it is in the chat)"
+        )
     leans = cues.LEANS_ON_CONVERSATION.search(text)
     if leans:
         return LessonCheck(

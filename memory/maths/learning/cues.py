@@ -567,6 +567,21 @@ _POINTS_BACK = re.compile(
 )
 
 
+def _content_free(sentence: str) -> bool:
+    return bool(
+        _CONTENT_FREE_REQUEST.match(sentence)
+        or _TOPIC_ONLY_NOTE.search(sentence)
+        or _POINTS_BACK.search(sentence)
+    )
+
+
+def rule_request_without_rule(sentence: str) -> bool:
+    """A request to write a rule down that does not say the rule ("Add this to CLAUDE.md",
+    "add guidance into CLAUDE.md for future test creation"): the rule is in the conversation."""
+    sentence = plain_intent(sentence)
+    return bool(RULE_REQUEST.search(sentence)) and _content_free(sentence)
+
+
 def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
     """Tier of a rule-like sentence: A when it is unmistakably meant to last (a standing time,
     always/never to the agent, a project convention, "remember that we", a rule request, a
@@ -579,12 +594,7 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
         return TIER_INFERRED
     if RULE_REQUEST.search(sentence) and not HEDGE.search(sentence):
         # "Add this to CLAUDE.md": the rule is in what came before, not in the words kept
-        content_free = (
-            _CONTENT_FREE_REQUEST.match(sentence)
-            or _TOPIC_ONLY_NOTE.search(sentence)
-            or _POINTS_BACK.search(sentence)
-        )
-        return TIER_INFERRED if content_free else TIER_EXPLICIT
+        return TIER_INFERRED if _content_free(sentence) else TIER_EXPLICIT
     if HEDGE.search(sentence) and not STANDING_TIME.search(_VAGUE_FUTURE.sub(" ", sentence)):
         # "we might want to improve this in future": a maybe-later, not a rule
         return TIER_INFERRED
