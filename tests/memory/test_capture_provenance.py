@@ -480,22 +480,6 @@ def test_a_prompt_queued_while_the_agent_worked_is_the_persons() -> None:
     assert [L.parse_line(line) for line in not_typed] == [[]] * len(not_typed)
 
 
-def test_a_rule_typed_while_the_agent_worked_is_learned_at_stop(
-    api: Client, tmp_path: Path
-) -> None:
-    transcript = tmp_path / "t.jsonl"
-    transcript.write_text(
-        entry("user", "Let's start on the cart.", "u-1")
-        + queued(RULE, "q-1", commandMode="prompt", origin={"kind": "human"})
-    )
-    hook(api, "UserPromptSubmit", prompt="Let's start on the cart.")
-    hook(api, "Stop", transcript_path=str(transcript))
-    learning.session_capture(session_pk=AgentSession.objects.get().pk)
-    rule = Engram.objects.get(statement="Always run ruff before committing.")
-    assert (rule.status, rule.source) == ("active", "user")
-    assert LearningDraft.objects.get(engram=rule).entry_uuid == "q-1"
-
-
 def queue_op(operation: str, at: str, content: object = None) -> str:
     """Claude Code 2.1's record of its input queue (no uuid, no `type: "user"` line)."""
     row: dict[str, Any] = {"type": "queue-operation", "operation": operation, "timestamp": at}
@@ -530,21 +514,30 @@ def test_a_queued_prompt_the_running_turn_took_in_is_the_persons_once() -> None:
     ]
 
 
-def test_a_rule_typed_mid_turn_in_claude_code_2_1_is_learned_at_stop(
-    api: Client, tmp_path: Path
+@pytest.mark.parametrize(
+    ("typed", "uuid"),
+    [
+        # newer Claude Code: an attachment line folded into the running turn
+        (queued(RULE, "q-1", commandMode="prompt", origin={"kind": "human"}), "q-1"),
+        # Claude Code 2.1.4x: only its input queue's record, taken in by the running turn
+        (
+            queue_op("enqueue", "2026-11-20T09:15:03.120Z", RULE)
+            + queue_op("remove", "2026-11-20T09:15:09.004Z"),
+            "queue:2026-11-20T09:15:03.120Z",
+        ),
+    ],
+)
+def test_a_rule_typed_while_the_agent_worked_is_learned_at_stop(
+    api: Client, tmp_path: Path, typed: str, uuid: str
 ) -> None:
     transcript = tmp_path / "t.jsonl"
-    transcript.write_text(
-        entry("user", "Let's start on the cart.", "u-1")
-        + queue_op("enqueue", "2026-11-20T09:15:03.120Z", RULE)
-        + queue_op("remove", "2026-11-20T09:15:09.004Z")
-    )
+    transcript.write_text(entry("user", "Let's start on the cart.", "u-1") + typed)
     hook(api, "UserPromptSubmit", prompt="Let's start on the cart.")
     hook(api, "Stop", transcript_path=str(transcript))
     learning.session_capture(session_pk=AgentSession.objects.get().pk)
     rule = Engram.objects.get(statement="Always run ruff before committing.")
     assert (rule.status, rule.source) == ("active", "user")
-    assert LearningDraft.objects.get(engram=rule).entry_uuid == "queue:2026-11-20T09:15:03.120Z"
+    assert LearningDraft.objects.get(engram=rule).entry_uuid == uuid
 
 
 WISH = "I think we should use pytest fixtures instead of setUp methods."
