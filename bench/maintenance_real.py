@@ -13,15 +13,15 @@ capture, attribution and outcomes are the fallbacks most users get.
 
 Then the daily job (`maintenance.maintain_all`: the 30-day archive, then maintenance) runs
 once now and once 31 days later (with `--daily` also after each day's last session, as the
-daily job would have while the person worked), and the bench prints, per owner, what was stored (active
-rules by source, candidates) and every maintenance proposal with its engram's statement, who
-stated it, its outcomes and the proposal's reason. `--proposals FILE` writes them as JSON lines
-for labelling; `--labels FILE` (default bench/labels/maintenance_real.jsonl: {"owner", "corpus",
-"text", "change", "label": "useful" | "not", "why"}) reads the hand labels back and prints, for
-this run's proposals, how many are labelled and the share a careful user would accept. The labels
-cover every proposal of the four real corpora (run with the default folder, with a folder linking
-every repository folder of /work/data/transcripts2 and /work/data/transcripts3, and with
-/work/data/transcripts4).
+daily job would have while the person worked), and the bench prints, per owner, what was
+stored (active rules by source, candidates) and every maintenance proposal with its engram's
+statement, who stated it, its outcomes and the proposal's reason. `--proposals FILE` writes
+them as JSON lines for labelling; `--labels FILE` (default bench/labels/maintenance_real.jsonl:
+{"owner", "corpus", "text", "change", "label": "useful" | "not", "why"}) reads the hand labels
+back and prints, for this run's proposals, how many are labelled and the share a careful user
+would accept. The labels cover every proposal of the four real corpora (run with the default
+folder, with a folder linking every repository folder of /work/data/transcripts2 and
+/work/data/transcripts3, and with /work/data/transcripts4), with and without `--review`.
 
     .venv/bin/python bench/maintenance_real.py [--limit-sessions N] [--proposals FILE]
 """

@@ -236,7 +236,8 @@ def _digits(text: str) -> str:
     return _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(1).casefold()], text)
 
 
-# A variety of English to spell in ("British spelling", "US English", "English (UK)"): one at a time.
+# A variety of English to spell in ("British spelling", "US English", "English (UK)"): one at a
+# time.
 _VARIETY = re.compile(
     r"\b(british|(?-i:UK|GB|US)|american|canadian|australian)\s+(?:english|spelling)"
     r"|\benglish\s*\((?-i:(UK|GB|US))\)",
@@ -279,7 +280,8 @@ def _numbers_only(new: str, old: str) -> bool:
 def variant_kind(new: str, old: str) -> str:
     """How `new` restates `old`: NAMING (the same naming slot, another value), ROLE (the same
     role, another tool), NUMBER (the same rule, another number), REVERSED (the same practice,
-    the other direction), SPELLING (another variety of English), OTHER_VALUE (the same rule words, another value), or "" (two rules)."""
+    the other direction), SPELLING (another variety of English), OTHER_VALUE (the same rule
+    words, another value), or "" (two rules)."""
     if new.strip().casefold() == old.strip().casefold():
         return ""
     spelling_new, spelling_old = spelling_of(new), spelling_of(old)
@@ -325,9 +327,10 @@ def supersession(
 ) -> str:
     """What a newer user rule does to an older live one of the same scope: REPLACE it only where
     the slot holds one value (a naming position, the tool for a named role, a number, the same
-    practice reversed, the variety of English); ASK ("does this replace …?", both stay) when it looks like an update but
-    both may hold (the same variant key, the same words with another value, or cosine ≥ 0.8
-    with another value or the opposite direction); "" for two unrelated rules."""
+    practice reversed, the variety of English); ASK ("does this replace …?", both stay) when it
+    looks like an update but both may hold (the same variant key, the same words with another
+    value, or cosine ≥ 0.8 with another value or the opposite direction); "" for two unrelated
+    rules."""
     kind = variant_kind(new, old)
     if kind in ONE_VALUE_SLOTS:
         return REPLACE
