@@ -21,7 +21,7 @@ them as JSON lines for labelling; `--labels FILE` (default bench/labels/maintena
 back and prints, for this run's proposals, how many are labelled and the share a careful user
 would accept. The labels cover every proposal of the four real corpora (run with the default
 folder, with a folder linking every repository folder of /work/data/transcripts2 and
-/work/data/transcripts3, and with /work/data/transcripts4), with and without `--review`.
+/work/data/transcripts3, and with /work/data/transcripts4; `--review --daily` in round 7).
 
     .venv/bin/python bench/maintenance_real.py [--limit-sessions N] [--proposals FILE]
 """
