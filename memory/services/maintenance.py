@@ -497,12 +497,11 @@ def _propose(
         # wrong for it: the outcomes say nothing to change.
         return None
     if action == "rewrite_or_escalate":
-        why = "Often surfaced, rarely followed:"
-        if delivered.irrelevant > effectiveness.IRRELEVANT_SHARE_ABOVE * delivered.outcomes:
-            why = (
-                f"Delivered in {delivered.outcomes} sessions, it applied in {delivered.relevant} "
-                f"and was followed in {delivered.followed} of them:"
-            )
+        # The counts behind it, whichever rule found it: a person decides on evidence.
+        why = (
+            f"Delivered in {delivered.outcomes} sessions, it applied in {delivered.relevant} "
+            f"and was followed in {delivered.followed} of them:"
+        )
         rewritten, producer = _rewrite(owner, engram)
         if rewritten and textnorm.content_hash(rewritten) != engram.content_hash:
             return Proposal(

@@ -560,6 +560,10 @@ def test_escalation_needs_five_outcomes_from_sessions_it_was_delivered_in(owner:
     (item,) = maintenance.maintain(owner=owner)
     evidence = item.payload["evidence"]
     assert item.payload["change"] == "escalate" and evidence["delivered_outcomes"] == 5
+    # the counts behind it, in words a person decides on
+    assert item.reason.startswith(
+        "Delivered in 5 sessions, it applied in 5 and was followed in 0 of them: escalate"
+    )
     assert len(evidence["quotes"]) == 3
     assert evidence["quotes"][0]["evidence"] == "ran pip install flask unpinned"
     assert all(q["session"] for q in evidence["quotes"])
