@@ -96,7 +96,7 @@ def audit(folder: Path) -> dict[str, object]:
                 other_text += 1  # something not typed was left in the person's text
             if entry.uuid not in typed and _digest(entry.text) in agents:
                 # The words of a prompt the agent wrote in a tool call (a spawned session's
-                # first prompt): capture skips them (memory.services.learning.agent_written).
+                # first prompt): capture skips them (memory.services.drafting.agent_written).
                 agent_written += 1
             elif entry.uuid not in typed:
                 reason = not_typed.get(entry.uuid, "unlabelled")

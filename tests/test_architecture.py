@@ -258,3 +258,17 @@ def resolve_pure(name: str) -> str | None:
             return name
         name = name.rpartition(".")[0]
     return None
+
+
+MAX_MODULE_LINES = 800  # issue #23: each application module stays readable
+
+
+def test_no_application_module_is_over_800_lines() -> None:
+    """Migrations excepted (generated); tests and benches are not application modules."""
+    long = {
+        name: lines
+        for name, path in modules()
+        if ".migrations." not in f".{name}."
+        and (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}

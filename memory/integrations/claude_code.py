@@ -35,7 +35,7 @@ from memory.access import ScopeForbidden, require_scope
 from memory.maths import attribution, ranking
 from memory.models import AgentSession, ApiToken, Engram
 from memory.scanner import redact_secrets
-from memory.services import delivery, learning
+from memory.services import delivery, drafting, learning
 from memory.services.jobs import job_enqueue
 from memory.services.sessions import observation_record, session_end, session_start
 from memory.validation import scope as validate_scope
@@ -332,7 +332,7 @@ def on_pre_tool_use(call: HookCall) -> dict[str, Any]:
     """Error → fix lessons and reminders whose trigger fires for this input, once a session.
     A prompt the agent writes for another agent or session is remembered first: the session
     it starts will send it as a user prompt, and it is not the person's."""
-    learning.agent_prompts_record(
+    drafting.agent_prompts_record(
         owner=call.owner, tool_inputs=[call.payload.get("tool_input")], now=call.now
     )
     session = _session(call)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -23,7 +23,6 @@ from memory.errors import DomainError, InvalidInput, NotFound
 from memory.maths import delivery as delivery_maths
 from memory.maths import learning, textnorm
 from memory.models import (
-    AgentPrompt,
     AgentSession,
     Engram,
     Event,
@@ -34,15 +33,21 @@ from memory.models import (
     ReviewItem,
 )
 from memory.services import extraction, localfiles, supersession
+from memory.services.drafting import (
+    MAX_SIGNAL_CHARS,
+    agent_prompts_record,
+    agent_written,
+    extract,
+    transcript_entries,
+)
 from memory.services.engrams import engram_learn
 from memory.services.events import event_record
 from memory.services.jobs import job_enqueue
-from memory.services.llm import PRODUCER_HEURISTIC, PRODUCER_LLM, LlmUnavailable, configured
+from memory.services.llm import PRODUCER_HEURISTIC
 from memory.services.review_queue import text_answered
 from memory.services.supersession import engram_restore
 from memory.services.supersession import review_kinds_register as review_kinds_register
 
-MAX_SIGNAL_CHARS = 8000
 # One Stop's transcript delta: bounded so a huge session is taken in several passes.
 MAX_DELTA_BYTES = 1024 * 1024
 MAX_ATTACHED_LINES = 5000
@@ -52,9 +57,6 @@ TIERS_OF_USER = extraction.TIERS_OF_USER  # tier A and B: the user's own words
 COUNTED = ("created", "merge_proposed", "contradiction_flagged", "superseded", "review")
 LIVE_REVIEW = (ReviewItem.State.PENDING, ReviewItem.State.DEFERRED)
 FORGET = "forget"  # the label of a prompt that asks to retire one of the person's rules
-# A prompt the agent writes for another agent or session is remembered this long (the session
-# it starts sends it within minutes); the daily job drops older ones.
-AGENT_PROMPT_DAYS = 30
 
 # The LLM side of extraction lives in `extraction`; these names stay importable from here.
 EXTRACT_TASK = extraction.EXTRACT_TASK
@@ -87,49 +89,6 @@ def settings_update(*, owner: Any, review_all: bool) -> OwnerSettings:
 
 
 # --- capture (request path) ------------------------------------------------------------------
-
-
-def agent_prompts_record(*, owner: Any, tool_inputs: Iterable[Any], now: datetime) -> int:
-    """Remember, by digest, the prompts the agent wrote in tool calls (`learning.agent_prompt`:
-    a subagent's task, a spawned session's first prompt), so that one arriving as a session's
-    user prompt is never taken as the person's words (`agent_written`). One insert, no read:
-    it runs on PreToolUse. Returns how many were new."""
-    digests = {
-        textnorm.content_hash(prompt[:MAX_SIGNAL_CHARS])
-        for prompt in map(learning.agent_prompt, tool_inputs)
-        if prompt
-    }
-    if not digests:
-        return 0
-    made = AgentPrompt.objects.bulk_create(
-        [AgentPrompt(owner=owner, digest=d, created_at=now) for d in sorted(digests)],
-        ignore_conflicts=True,
-    )
-    return len(made)
-
-
-def agent_prompts_prune(*, now: datetime) -> int:
-    """The daily job: forget the agent's prompts older than AGENT_PROMPT_DAYS."""
-    cutoff = now - timedelta(days=AGENT_PROMPT_DAYS)
-    return AgentPrompt.objects.filter(created_at__lt=cutoff).delete()[0]
-
-
-def agent_written(owner: Any, texts: Iterable[str], *, before: datetime | None = None) -> set[str]:
-    """The digests among `texts` of prompts the agent wrote (recorded before `before`, when
-    given), except the person's own prompts that the agent handed on word for word: a prompt
-    captured from the person before stays theirs. Two queries."""
-    digests = {textnorm.content_hash(t[:MAX_SIGNAL_CHARS]) for t in texts}
-    recorded = AgentPrompt.objects.filter(owner=owner, digest__in=digests)
-    if before is not None:
-        recorded = recorded.filter(created_at__lt=before)
-    found = set(recorded.values_list("digest", flat=True))
-    if not found:
-        return found
-    return found - set(
-        LearningSignal.objects.filter(
-            owner=owner, kind=LearningSignal.Kind.PROMPT, digest__in=found
-        ).values_list("digest", flat=True)
-    )
 
 
 def prompt_capture(
@@ -233,7 +192,7 @@ def transcript_attach(
 
 def _rewind(session: AgentSession) -> None:
     """A transcript rewritten shorter than the offset: read it again from its start. Entries
-    already learned from are skipped by their uuid (`_transcript_entries`), so nothing is
+    already learned from are skipped by their uuid (`drafting.transcript_entries`), so nothing is
     learned twice and nothing of the new file is lost."""
     AgentSession.objects.filter(pk=session.pk, transcript_offset=session.transcript_offset).update(
         transcript_offset=0
@@ -390,147 +349,6 @@ def error_fix_of(signal: LearningSignal) -> dict[str, str]:
     return {name: str(data.get(name) or "") for name in ("tool", "failed", "fixed")}
 
 
-# --- extraction ------------------------------------------------------------------------------
-
-
-Sourced = tuple[learning.LessonDraft, learning.Entry | None]
-
-
-def _heuristic(signal: LearningSignal, entries: Sequence[learning.Entry]) -> list[Sourced]:
-    """The heuristic's drafts of a signal, each with the transcript entry it quotes (None for a
-    prompt, whose signal is the quote, and for an error → fix pair)."""
-    if signal.kind == LearningSignal.Kind.PROMPT:
-        return [(draft, None) for draft in learning.extract(signal.text)]
-    if signal.kind == LearningSignal.Kind.ERROR_FIX:
-        statement = signal.text
-        draft = learning.LessonDraft(
-            statement=statement,
-            polarity="do",
-            tier=learning.TIER_INFERRED,
-            type="procedural",
-            # What the lesson warns about, for attribution; PreToolUse matches the command's
-            # shape stored on the signal (`error_fix_of`), whatever the wording.
-            anti_pattern=learning.failed_of(statement) or learning.anti_pattern_of(statement),
-            tags=learning.tags_of(statement),
-            rationale=statement,
-        )
-        return [(draft, None)]
-    return _heuristic_entries(entries)
-
-
-def _heuristic_entries(entries: Sequence[learning.Entry]) -> list[Sourced]:
-    drafts: list[Sourced] = []
-    for entry in entries:
-        if entry.kind == "user" and learning.forget_request(entry.text) is None:
-            drafts.extend((draft, entry) for draft in learning.extract(entry.text))
-    return drafts
-
-
-def _entry_of(
-    draft: learning.LessonDraft, entries: Sequence[learning.Entry]
-) -> learning.Entry | None:
-    """The user entry a draft of the LLM quotes (its rationale is then the user's words)."""
-    quote = draft.rationale.strip()
-    if not quote:
-        return None
-    return next((e for e in entries if e.kind == "user" and quote in e.text), None)
-
-
-def _transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
-    """A transcript delta's entries without the prompts UserPromptSubmit already captured as
-    signals of the session (they are extracted from their own signal, never twice), and
-    without the entries a resumed or forked session copied from an earlier one: Claude Code
-    copies the history into the new session's file with each entry's uuid kept, and the
-    prompts in it were not typed again, so they are no recurrence."""
-    entries = learning.parse_lines(signal.text.split("\n"))
-    typed = [e for e in entries if e.kind == "user"]
-    # The words of a prompt the agent wrote in a tool call (a subagent's task, a session it
-    # spawned) are the agent's: recorded before this delta (PreToolUse, another transcript),
-    # or earlier in it. An entry before the tool call is the person's, handed on.
-    written = agent_written(signal.owner, [e.text for e in typed], before=signal.created_at)
-    asked: set[str] = set()
-    for entry in entries:
-        prompt = learning.agent_prompt(entry.tool_input) if entry.kind == "tool_use" else ""
-        if prompt:
-            asked.add(textnorm.content_hash(prompt[:MAX_SIGNAL_CHARS]))
-        elif entry.kind == "user" and textnorm.content_hash(entry.text[:MAX_SIGNAL_CHARS]) in asked:
-            written.add(textnorm.content_hash(entry.text[:MAX_SIGNAL_CHARS]))
-    digests = {textnorm.content_hash(e.text[:MAX_SIGNAL_CHARS]) for e in typed}
-    # This session's prompts, and another session's prompt copied here (its signal has no
-    # uuid; typed anew, it would be a prompt of this session): both are captured already.
-    captured = set(
-        LearningSignal.objects.filter(
-            owner=signal.owner_id, kind=LearningSignal.Kind.PROMPT, digest__in=digests
-        ).values_list("digest", flat=True)
-    )
-    # A transcript read again, or an entry learned from in another session: learned once.
-    learned = set(
-        LearningDraft.objects.filter(
-            owner=signal.owner_id, entry_uuid__in=[e.uuid for e in typed if e.uuid]
-        ).values_list("entry_uuid", flat=True)
-    )
-    return [
-        entry
-        for entry in entries
-        if entry.kind != "user"
-        or (
-            textnorm.content_hash(entry.text[:MAX_SIGNAL_CHARS]) not in captured | written
-            and not (entry.uuid and entry.uuid in learned)
-        )
-    ]
-
-
-def _llm_text(signal: LearningSignal, entries: Sequence[learning.Entry]) -> list[extraction.Run]:
-    """What the LLM reads of a signal, call by call: a prompt in one call, all of it the user's
-    words; an error → fix pair in one call with no user's words; a transcript delta (without
-    the prompts already captured) in runs of whole entries, only those holding a user entry."""
-    if signal.kind == LearningSignal.Kind.PROMPT:
-        return [extraction.Run(text=signal.text, users=(signal.text,))]
-    if signal.kind != LearningSignal.Kind.TRANSCRIPT:
-        return [extraction.Run(text=signal.text)]
-    return extraction.transcript_runs(list(entries))
-
-
-def _extract(
-    signal: LearningSignal, limit: int, entries: Sequence[learning.Entry]
-) -> tuple[list[tuple[Sourced, str]], str]:
-    """The drafts of a signal (each with the entry it quotes) with the producer of each, and
-    the signal's producer; `entries` are a transcript delta's (`_transcript_entries`, read once
-    per signal), empty for other kinds.
-
-    The LLM reads a transcript delta in up to MAX_EXTRACT_CALLS calls; when it stops (the
-    budget, the breaker, a failure) or the calls run out, the heuristic reads the entries it
-    did not. When no call succeeds, the heuristic decides alone, as without a key."""
-    if not configured():  # the default: no key, nothing to prepare for a call
-        return [
-            (d, PRODUCER_HEURISTIC) for d in _heuristic(signal, entries)[:limit]
-        ], PRODUCER_HEURISTIC
-    runs = _llm_text(signal, entries)
-    drafts: list[tuple[Sourced, str]] = []
-    sent = 0
-    for run in runs[: extraction.MAX_EXTRACT_CALLS]:
-        if len(drafts) >= limit:
-            break
-        try:
-            found = extraction.lessons_from_llm(
-                owner=signal.owner,
-                run=run,
-                limit=min(limit - len(drafts), extraction.MAX_LESSONS_PER_CALL),
-                inferred_only=signal.kind == LearningSignal.Kind.ERROR_FIX,
-            )
-        except LlmUnavailable:
-            break
-        drafts += [((draft, _entry_of(draft, run.entries)), PRODUCER_LLM) for draft in found]
-        sent += 1
-    if not sent:
-        return [
-            (d, PRODUCER_HEURISTIC) for d in _heuristic(signal, entries)[:limit]
-        ], PRODUCER_HEURISTIC
-    unread = [entry for run in runs[sent:] for entry in run.entries]
-    rest = _heuristic_entries(unread)[: max(limit - len(drafts), 0)]
-    return drafts + [(d, PRODUCER_HEURISTIC) for d in rest], PRODUCER_LLM
-
-
 def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
     """Task: turn one pending signal into drafts and write them; returns the drafts written.
 
@@ -555,8 +373,8 @@ def signal_extract(*, signal_pk: int, now: datetime | None = None) -> int:
         if signal.kind == LearningSignal.Kind.PROMPT
         else learning.MAX_DRAFTS_PER_SESSION
     )
-    entries = _transcript_entries(signal) if signal.kind == LearningSignal.Kind.TRANSCRIPT else []
-    drafts, producer = _extract(signal, limit, entries)
+    entries = transcript_entries(signal) if signal.kind == LearningSignal.Kind.TRANSCRIPT else []
+    drafts, producer = extract(signal, limit, entries)
     # Never a lesson holding a credential-like token (the LLM may repeat "API_KEY=XXXX…", which
     # the scanner leaves as a placeholder): it would be injected into every session's brief.
     drafts = [

@@ -57,9 +57,9 @@ from memory.maths import effectiveness, learning, textnorm
 from memory.maths.attribution import key_terms
 from memory.models import AgentSession, Engram, Event, Injection, Outcome, ReviewItem
 from memory.services import llm
+from memory.services.drafting import agent_prompts_prune
 from memory.services.engrams import engram_retire, engram_update
 from memory.services.events import event_record
-from memory.services.learning import agent_prompts_prune
 from memory.services.review_queue import archive_stale
 
 REJECTED_MEMORY_DAYS = 30
@@ -133,7 +133,7 @@ def maintain_all(*, now: datetime | None = None) -> dict[str, int]:
     """The daily job for every owner with engrams: archive the candidates 30 days without
     recurrence or a decision (review_queue.archive_stale), then maintenance; the proposals
     each owner got, by username. It also forgets the agent's prompts kept for capture
-    (`learning.agent_prompts_prune`)."""
+    (`drafting.agent_prompts_prune`)."""
     agent_prompts_prune(now=now or timezone.now())
     owners = get_user_model().objects.filter(engram__isnull=False).distinct()
     made: dict[str, int] = {}

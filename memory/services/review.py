@@ -27,12 +27,11 @@ from memory.models import (
     Engram,
     Event,
     IdSequence,
-    LearningDraft,
-    LearningSignal,
     LifecycleEvent,
     OwnerSettings,
     ReviewItem,
 )
+from memory.services import drafting
 from memory.services.activity import activity_mark
 from memory.services.engrams import (
     InvalidInput,
@@ -478,7 +477,7 @@ def _merge_into(*, owner: Any, new: Engram, old: Engram, actor: str) -> None:
 
 def _activate(*, owner: Any, engram: Engram, actor: str, item: ReviewItem, now: datetime) -> None:
     engram_activate(owner=owner, engram=engram, actor=actor)
-    if item.kind == K.CANDIDATE and engram.source == "agent" and _quotes_the_person(engram):
+    if item.kind == K.CANDIDATE and engram.source == "agent" and drafting.quotes_the_person(engram):
         # The person kept their own words as a rule: from now on it is one they stated (as a
         # candidate they state again is, `learning._promote_on_recurrence`).
         Engram.objects.filter(pk=engram.pk).update(source="user")
@@ -487,19 +486,6 @@ def _activate(*, owner: Any, engram: Engram, actor: str, item: ReviewItem, now: 
     ReviewItem.objects.filter(
         engram=engram, kind__in=[K.CANDIDATE, K.MERGE], state__in=OPEN_STATES
     ).exclude(pk=item.pk).update(state=ReviewItem.State.DONE, decision="superseded", decided_at=now)
-
-
-def _quotes_the_person(engram: Engram) -> bool:
-    """Whether a captured candidate came from the person's words: a prompt, or a user entry of
-    a transcript (not an error → fix pair, not the dialectic)."""
-    return (
-        LearningDraft.objects.filter(engram=engram)
-        .filter(
-            Q(signal__kind=LearningSignal.Kind.PROMPT)
-            | Q(signal__kind=LearningSignal.Kind.TRANSCRIPT, entry_line__gt=0)
-        )
-        .exists()
-    )
 
 
 def _add_contraindication(*, owner: Any, engram: Engram, text: str, actor: str) -> None:
