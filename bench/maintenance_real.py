@@ -169,7 +169,7 @@ def review_like_the_labels(owner: Any, labels: dict[str, tuple[str, list[str]]])
     waiting = list(
         ReviewItem.objects.filter(
             owner=owner, kind=ReviewItem.Kind.CANDIDATE, state=ReviewItem.State.PENDING
-        )
+        ).select_related("engram")
     )
     found: dict[int, tuple[str, list[str]]] = {}
     for engram_id, uuid, text in LearningDraft.objects.filter(

@@ -24,17 +24,17 @@ MAX_SIGNAL_CHARS = 8000
 AGENT_PROMPT_DAYS = 30
 
 
-def quotes_the_person(engram: Any) -> bool:
-    """Whether a captured engram came from the person's words: a prompt, or a user entry of a
+def person_quoted() -> Q:
+    """The drafts that quote the person's words: from a prompt, or from a user entry of a
     transcript (not an error → fix pair, not the dialectic)."""
-    return (
-        LearningDraft.objects.filter(engram=engram)
-        .filter(
-            Q(signal__kind=LearningSignal.Kind.PROMPT)
-            | Q(signal__kind=LearningSignal.Kind.TRANSCRIPT, entry_line__gt=0)
-        )
-        .exists()
+    return Q(signal__kind=LearningSignal.Kind.PROMPT) | Q(
+        signal__kind=LearningSignal.Kind.TRANSCRIPT, entry_line__gt=0
     )
+
+
+def quotes_the_person(engram: Any) -> bool:
+    """Whether a captured engram came from the person's words (`person_quoted`)."""
+    return LearningDraft.objects.filter(person_quoted(), engram=engram).exists()
 
 
 # --- the agent's own prompts -------------------------------------------------------------------

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, Q, Window
+from django.db.models import Count, Window
 from django.utils import timezone
 
 from memory import scanner
@@ -38,6 +38,7 @@ from memory.services.drafting import (
     agent_prompts_record,
     agent_written,
     extract,
+    person_quoted,
     transcript_entries,
 )
 from memory.services.engrams import engram_learn
@@ -574,10 +575,7 @@ def _promote_on_recurrence(row: LearningDraft, result: Any, *, user_words: bool)
     if engram.status != Engram.Status.CANDIDATE:
         return None
     earlier = LearningDraft.objects.filter(engram=engram).exclude(session_id=row.session_id)
-    earlier_by_user = earlier.filter(
-        Q(signal__kind=LearningSignal.Kind.PROMPT)
-        | Q(signal__kind=LearningSignal.Kind.TRANSCRIPT, entry_line__gt=0)
-    )
+    earlier_by_user = earlier.filter(person_quoted())
     if row.tier not in TIERS_OF_USER and not earlier_by_user.exists():
         return None
     now = row.created_at

@@ -365,6 +365,25 @@ TIERS = [
     ("I wonder if we should make a rule that every endpoint gets a contract test.", "C"),
     ("Add this to CLAUDE.md: we deploy from main only.", "A"),
     ("In this project we want to add a cache for the search page.", "C"),
+    # a hedge with a vague future is a maybe-later
+    ("That seems fine for now, though we might want to revisit the cache in future.", "C"),
+    ("Maybe in the future we could cache the index.", ""),
+    ("I think from now on we should always use pnpm.", "A"),
+    # a possibility, a scenario, a current interest: not a rule, even with a time in it
+    ("One thing we could add: the next time I run the sync I get a 403 from the host.", ""),
+    ("Let's say you always retry the request when the token expired.", ""),
+    ("I'm most interested in ensuring the docs are maintained in the future.", "C"),
+    # what the speaker does next time is a scenario; what the agent should do is a rule
+    ("Next time, ask me before deleting files.", "A"),
+    ("Next time we deploy, always tag the release first.", "A"),
+    # what only the earlier turns resolve waits for review; the same rule alone is kept
+    ("Always keep the retry loop short, as we discussed above.", "C"),
+    ("Always keep the retry loop short.", "A"),
+    ("From now on never pick option 2 for the cache.", "C"),
+    ("From now on never pick the in-memory backend for the cache.", "A"),
+    # what a document should say, a time included, is its content: no rule for the agent
+    ("Document in docs/setup.md that from now on the server needs Redis.", "C"),
+    ("From now on, always update the README.md when adding a flag.", "A"),
 ]  # fmt: skip
 
 
@@ -641,19 +660,6 @@ def test_a_reason_cut_off_the_rule_does_not_make_it_standing() -> None:
     assert draft.tier == L.TIER_INFERRED
 
 
-@pytest.mark.parametrize(
-    ("prompt", "tier"),
-    [
-        ("That seems fine for now, though we might want to revisit the cache in future.", "C"),
-        ("Maybe in the future we could cache the index.", "C"),
-        ("I think from now on we should always use pnpm.", "A"),
-    ],
-)
-def test_a_hedge_with_a_vague_future_is_a_maybe_later(prompt: str, tier: str) -> None:
-    drafts = L.extract(prompt)
-    assert (drafts[0].tier if drafts else "C") == tier
-
-
 def test_inside_a_long_discussion_a_habit_said_in_passing_waits_for_review() -> None:
     discussion = (
         "The gradient looks off in the dark theme. The segment colours come from the palette. "
@@ -669,45 +675,11 @@ def test_inside_a_long_discussion_a_habit_said_in_passing_waits_for_review() -> 
     assert alone.tier == L.TIER_EXPLICIT
 
 
-@pytest.mark.parametrize(
-    ("prompt", "tier"),
-    [
-        # a possibility, a scenario, a current interest: not a rule, even with a time in it
-        ("One thing we could add: the next time I run the sync I get a 403 from the host.", ""),
-        ("Let's say you always retry the request when the token expired.", ""),
-        ("I'm most interested in ensuring the docs are maintained in the future.", "C"),
-        # what the speaker does next time is a scenario; what the agent should do is a rule
-        ("Next time, ask me before deleting files.", "A"),
-        ("Next time we deploy, always tag the release first.", "A"),
-    ],
-)
-def test_a_possibility_or_a_scenario_is_not_a_standing_rule(prompt: str, tier: str) -> None:
-    drafts = L.extract(prompt)
-    assert (drafts[0].tier if drafts else "") == tier
-
-
 def test_a_value_named_as_the_standard_is_a_rule_not_an_announcement() -> None:
     (draft,) = L.extract("Going forward kebab-case H1 is the standard.")
     assert (draft.tier, draft.statement) == ("A", "Kebab-case H1 is the standard.")
     assert L.extract("These are the standards I'd like you to follow.") == []
     assert [d.tier for d in L.extract("This is the standard going forward.")] in ([], ["C"])
-
-
-@pytest.mark.parametrize(
-    ("prompt", "tier"),
-    [
-        # what only the earlier turns resolve waits for review; the same rule alone is kept
-        ("Always keep the retry loop short, as we discussed above.", "C"),
-        ("Always keep the retry loop short.", "A"),
-        ("From now on never pick option 2 for the cache.", "C"),
-        ("From now on never pick the in-memory backend for the cache.", "A"),
-        # what a document should say, a time included, is its content: no rule for the agent
-        ("Document in docs/setup.md that from now on the server needs Redis.", "C"),
-        ("From now on, always update the README.md when adding a flag.", "A"),
-    ],
-)
-def test_a_rule_that_leans_on_the_conversation_waits_for_review(prompt: str, tier: str) -> None:
-    assert [d.tier for d in L.extract(prompt)] == [tier]
 
 
 def test_a_lead_in_before_a_prohibition_does_not_hide_it() -> None:

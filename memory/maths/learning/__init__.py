@@ -60,7 +60,6 @@ from memory.maths.learning.text import (
     sentences,
 )
 from memory.maths.learning.transcript import (
-    AGENT_PROMPT_MIN_CHARS,
     Entry,
     agent_prompt,
     parse_line,
@@ -91,7 +90,6 @@ from memory.maths.learning.variants import (
 )
 
 __all__ = [
-    "AGENT_PROMPT_MIN_CHARS",
     "ASK",
     "CORRECTION",
     "FORGET_JUST_SAID",

@@ -175,6 +175,15 @@ _STRONG_RULE = re.compile(
 
 
 def _rule_kind(text: str) -> str:
+    kind = _marked_kind(text)
+    if kind:
+        return kind
+    # "oh, please don't amend commits": a marker that wants the clause's start, after a lead-in
+    bare = _LEAD_INS.sub("", text)
+    return _marked_kind(bare) if bare != text else ""
+
+
+def _marked_kind(text: str) -> str:
     for pattern, kind in _RULE_PATTERNS:
         if pattern.search(text):
             if _TASK_START.match(text) and not _STRONG.search(text) and kind != PREFERENCE:
@@ -212,8 +221,7 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     lead = _CORRECTION_LEAD.match(text) if first else None
     rest = text[lead.end() :] if lead else ""
     led = bool(lead and (_IMPERATIVE.match(rest) or _rule_kind(rest)))
-    # "oh, please don't amend commits": a lead-in before a marker that wants the start
-    kind = _rule_kind(text) or _rule_kind(_LEAD_INS.sub("", text))
+    kind = _rule_kind(text)
     cue: bool | None = None  # computed when needed: most sentences never need it
     if not (led or kind or _CORRECTION_ANY.search(text) or _imperative_rule(text)):
         cue = cues.is_standing(text)
