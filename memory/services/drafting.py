@@ -129,13 +129,32 @@ def _entry_of(
     return next((e for e in entries if e.kind == "user" and quote in e.text), None)
 
 
+def _carried(signal: LearningSignal) -> list[str]:
+    """The prompts the previous part of the session's transcript left queued (typed while the
+    agent worked, not yet taken in where that part ended): this part may hold their `remove`."""
+    if not signal.offset_start or signal.session_id is None:
+        return []
+    before = (
+        LearningSignal.objects.filter(
+            session=signal.session_id,
+            kind=LearningSignal.Kind.TRANSCRIPT,
+            offset_end=signal.offset_start,
+        )
+        .exclude(pk=signal.pk)
+        .order_by("-pk")
+        .values_list("text", flat=True)
+        .first()
+    )
+    return [str(line) for line in learning.still_queued(before.split("\n"))] if before else []
+
+
 def transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
     """A transcript delta's entries without the prompts UserPromptSubmit already captured as
     signals of the session (they are extracted from their own signal, never twice), and
     without the entries a resumed or forked session copied from an earlier one: Claude Code
     copies the history into the new session's file with each entry's uuid kept, and the
     prompts in it were not typed again, so they are no recurrence."""
-    entries = learning.parse_lines(signal.text.split("\n"))
+    entries = learning.parse_lines(_carried(signal) + signal.text.split("\n"))
     typed = [e for e in entries if e.kind == "user"]
     # The words of a prompt the agent wrote in a tool call (a subagent's task, a session it
     # spawned) are the agent's: recorded before this delta (PreToolUse, another transcript),

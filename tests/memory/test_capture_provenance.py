@@ -540,6 +540,33 @@ def test_a_rule_typed_while_the_agent_worked_is_learned_at_stop(
     assert LearningDraft.objects.get(engram=rule).entry_uuid == uuid
 
 
+def test_a_queued_prompt_whose_removal_falls_in_the_next_read_is_still_learned(
+    api: Client, tmp_path: Path
+) -> None:
+    """The transcript is read in parts (one per Stop); a prompt enqueued at the end of one part
+    and taken in at the start of the next is the person's all the same, and learned once."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        entry("user", "Let's start on the cart.", "u-1")
+        + queue_op("enqueue", "2026-11-20T09:15:03.120Z", RULE)
+    )
+    hook(api, "UserPromptSubmit", prompt="Let's start on the cart.")
+    hook(api, "Stop", transcript_path=str(transcript))
+    session = AgentSession.objects.get()
+    learning.session_capture(session_pk=session.pk)
+    assert not Engram.objects.filter(statement="Always run ruff before committing.").exists()
+    with transcript.open("a") as handle:
+        handle.write(queue_op("remove", "2026-11-20T09:15:09.004Z") + entry("user", "ok", "u-2"))
+    hook(api, "Stop", transcript_path=str(transcript))
+    learning.session_capture(session_pk=session.pk)
+    learning.session_capture(session_pk=session.pk)
+    rule = Engram.objects.get(statement="Always run ruff before committing.")
+    assert (rule.status, rule.source) == ("active", "user")
+    assert list(LearningDraft.objects.filter(engram=rule).values_list("entry_uuid", flat=True)) == [
+        "queue:2026-11-20T09:15:03.120Z"
+    ]
+
+
 WISH = "I think we should use pytest fixtures instead of setUp methods."
 
 

@@ -66,6 +66,7 @@ from memory.maths.learning.transcript import (
     parse_lines,
     render_entries,
     split_complete,
+    still_queued,
     user_words,
 )
 from memory.maths.learning.variants import (
@@ -152,6 +153,7 @@ __all__ = [
     "sentences",
     "split_complete",
     "statement_part",
+    "still_queued",
     "supersession",
     "tags_of",
     "tool_slot",

@@ -231,6 +231,17 @@ def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
     """The entries of JSONL lines, each with the number of its line (from 1); a prompt typed
     while the agent worked is one of them where the lines show it reached the agent
     (`_QueuedPrompts`)."""
+    return _parsed(lines)[0]
+
+
+def still_queued(lines: Iterable[str | bytes]) -> list[str | bytes]:
+    """The `enqueue` lines among JSONL lines that nothing after them took or dropped: prompts
+    still waiting where the lines end. A transcript read in parts puts them before the next
+    part, so a prompt whose `remove` falls in that part is still read as the person's."""
+    return [line for _, line in _parsed(lines)[1].waiting]
+
+
+def _parsed(lines: Iterable[str | bytes]) -> tuple[list[Entry], _QueuedPrompts]:
     out: list[Entry] = []
     queue = _QueuedPrompts()
     for number, line in enumerate(lines, start=1):
@@ -243,7 +254,7 @@ def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
             queue.read(line, number)
             continue
         out.extend(parse_line(line, number=number))
-    return queue.merged(out)
+    return queue.merged(out), queue
 
 
 class _QueuedPrompts:
@@ -255,7 +266,7 @@ class _QueuedPrompts:
     one whose text comes back as a user entry later in the same lines is that entry."""
 
     def __init__(self) -> None:
-        self.waiting: list[Entry | None] = []
+        self.waiting: list[tuple[Entry | None, str | bytes]] = []
         self.taken: list[Entry] = []
 
     def read(self, line: str | bytes, number: int) -> None:
@@ -267,9 +278,9 @@ class _QueuedPrompts:
             return
         operation = row.get("operation")
         if operation == "enqueue":
-            self.waiting.append(self._entry(row, number))
+            self.waiting.append((self._entry(row, number), line))
         elif operation in ("remove", "dequeue") and self.waiting:
-            entry = self.waiting.pop(0)
+            entry, _ = self.waiting.pop(0)
             if operation == "remove" and entry is not None:
                 self.taken.append(entry)
         elif operation == "popAll":
