@@ -23,7 +23,8 @@ the capture task calls on a prompt or a transcript's user entry) over:
   of other repositories, labelled the same way; held out until round 6, printed with the dev
   part since), `held_out_3` (`$ENGRAM_TRANSCRIPTS3`, default `/work/data/transcripts3`: a third,
   only scored), `held_out_4` (`$ENGRAM_TRANSCRIPTS4`, default `/work/data/transcripts4`: a
-  fourth, only scored); `held_out_all` sums every held-out part, and the `whole` the first
+  fourth, only scored), `held_out_5` (`$ENGRAM_TRANSCRIPTS5`, default `/work/data/transcripts5`:
+  a fifth, only scored); `held_out_all` sums every held-out part, and the `whole` the first
   corpus; the same figures as for the coding prompts;
 - a transcript replay: MemoryCode held-out sessions as Claude Code JSONL (mentee turns as
   assistant entries) and, when `$ENGRAM_TRANSCRIPTS` (default `/work/data/transcripts`) holds
@@ -69,6 +70,7 @@ TRANSCRIPTS = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/work/data/transcripts"
 TRANSCRIPTS2 = Path(os.environ.get("ENGRAM_TRANSCRIPTS2", "/work/data/transcripts2"))
 TRANSCRIPTS3 = Path(os.environ.get("ENGRAM_TRANSCRIPTS3", "/work/data/transcripts3"))
 TRANSCRIPTS4 = Path(os.environ.get("ENGRAM_TRANSCRIPTS4", "/work/data/transcripts4"))
+TRANSCRIPTS5 = Path(os.environ.get("ENGRAM_TRANSCRIPTS5", "/work/data/transcripts5"))
 # The real transcripts' dev part (its rows may be read); every other repository is held out.
 REAL_DEV_REPOS = frozenset({"entireio/cli"})
 ACTIVE = {learning.TIER_EXPLICIT, learning.TIER_CORRECTION}
@@ -184,7 +186,11 @@ def real_prompts(costs: list[float], show: str) -> dict[str, object] | str:
     if dev2.exists():  # the second corpus: held out until round 6, dev since (may be printed)
         rows2 = [json.loads(line) for line in dev2.open()]
         out["dev_2"] = _summary(_tally(costs, show, rows2))
-    for name, folder in (("held_out_3", TRANSCRIPTS3), ("held_out_4", TRANSCRIPTS4)):
+    for name, folder in (
+        ("held_out_3", TRANSCRIPTS3),
+        ("held_out_4", TRANSCRIPTS4),
+        ("held_out_5", TRANSCRIPTS5),
+    ):
         later = folder / "labels.jsonl"
         if later.exists():  # only ever scored, never printed
             more = _tally(costs, "", [json.loads(line) for line in later.open()])

@@ -686,4 +686,16 @@ def provenance_context(engram: Engram) -> dict[str, Any]:
     )
     if first is None:
         return {"provenance": None, "restatements": 0}
-    return {"provenance": first, "restatements": int(getattr(first, "drafts_total", 1)) - 1}
+    uuid = first.entry_uuid
+    said = (
+        "Your reason for refusing a tool call"
+        if uuid.endswith(learning.REFUSAL_UUID)
+        else "A message you typed while the agent worked"
+        if uuid.startswith("queue:")
+        else "Your message"
+    )
+    return {
+        "provenance": first,
+        "said": said,
+        "restatements": int(getattr(first, "drafts_total", 1)) - 1,
+    }

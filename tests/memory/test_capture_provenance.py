@@ -444,6 +444,65 @@ def test_a_message_typed_while_a_tool_ran_is_the_persons() -> None:
     assert [e.kind for e in L.parse_line(interrupted)] == ["tool_result"]
 
 
+REFUSED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it "
+    "was a file edit, the new_string was NOT written to the file). To tell you how to proceed, "
+    "the user said:\n"
+)
+NOTE = (
+    "\n\nNote: The user's next message may contain a correction or preference. Pay close "
+    "attention — if they explain what went wrong or how they'd prefer you to work, consider "
+    "saving that to memory for future sessions."
+)
+
+
+def refusal(said: str, uuid: str) -> str:
+    """A tool call the person refused, saying what to do instead, as Claude Code writes it."""
+    content = [
+        {"type": "tool_result", "tool_use_id": "toolu_09", "content": REFUSED + said,
+         "is_error": True}
+    ]  # fmt: skip
+    return entry("user", content, uuid, toolUseResult="Error: " + REFUSED + said)
+
+
+def test_what_the_person_says_when_refusing_a_tool_call_is_theirs() -> None:
+    """Refusing a tool call, the person may say what to do instead ("don't run the integration
+    tests, too slow"): their words, typed at the permission prompt (no prompt hook fires), an
+    entry of its own beside the tool result. Claude Code's note to the model after them, and
+    the notice it writes when the person chose to discuss the agent's questions, are not."""
+    result, said = L.parse_line(refusal("never run the integration tests here, too slow" + NOTE,
+                                        "u-refused"))  # fmt: skip
+    assert (result.kind, result.is_error) == ("tool_result", True)
+    assert (said.kind, said.text, said.uuid, said.queued) == (
+        "user",
+        "never run the integration tests here, too slow",
+        "u-refused" + L.REFUSAL_UUID,
+        True,
+    )
+    discuss = "The user wants to clarify these questions.\n    This means they may have more."
+    assert [e.kind for e in L.parse_line(refusal(discuss + NOTE, "u-ask"))] == ["tool_result"]
+    plain = entry("user", [{"type": "tool_result", "tool_use_id": "t", "content": REFUSED,
+                            "is_error": False}], "u-ok")  # fmt: skip
+    assert [e.kind for e in L.parse_line(plain)] == ["tool_result"]
+
+
+def test_a_rule_given_when_refusing_a_tool_call_is_learned_at_stop(
+    api: Client, logged_in: Client, tmp_path: Path
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        entry("user", "Let's start on the cart.", "u-1") + refusal(RULE + NOTE, "u-refused")
+    )
+    hook(api, "UserPromptSubmit", prompt="Let's start on the cart.")
+    hook(api, "Stop", transcript_path=str(transcript))
+    learning.session_capture(session_pk=AgentSession.objects.get().pk)
+    rule = Engram.objects.get(statement="Always run ruff before committing.")
+    assert (rule.status, rule.source) == ("active", "user")
+    assert LearningDraft.objects.get(engram=rule).entry_uuid == "u-refused:refusal"
+    html = logged_in.get(f"/engrams/{rule.engram_id}/").content.decode()
+    assert "Your reason for refusing a tool call in the session's transcript" in html
+
+
 def queued(prompt: object, uuid: str, **attachment: Any) -> str:
     """A prompt typed while the agent worked, as newer Claude Code files it: an attachment line
     folded into the running turn (no `type: "user"` line, no UserPromptSubmit)."""

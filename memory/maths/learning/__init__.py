@@ -60,10 +60,12 @@ from memory.maths.learning.text import (
     sentences,
 )
 from memory.maths.learning.transcript import (
+    REFUSAL_UUID,
     Entry,
     agent_prompt,
     parse_line,
     parse_lines,
+    refusal_reason,
     render_entries,
     split_complete,
     still_queued,
@@ -104,6 +106,7 @@ __all__ = [
     "MIN_CLAUSE_WORDS",
     "MIN_SHARED_WORDS",
     "PREFERENCE",
+    "REFUSAL_UUID",
     "REPLACE",
     "SAME_RULE_WORDS",
     "SIMILAR_CALL",
@@ -147,6 +150,7 @@ __all__ = [
     "plain_words",
     "polarity_of",
     "prose",
+    "refusal_reason",
     "render_entries",
     "rule_inside",
     "same_rule_other_value",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 # A user entry whose text holds one of these is Claude Code's, not the person's: a slash command
@@ -29,12 +29,12 @@ _NOT_TYPED = re.compile(
 # Whole entries Claude Code writes in the user's place: the summary that continues a compacted
 # session, hook feedback fed back to the model (or the notice that a hook stopped the prompt),
 # an interruption marker, a plan handed back when it is accepted (older versions write it with
-# no `planContent` field).
+# no `planContent` field), the notice that the person chose to discuss the agent's questions.
 _WRITTEN_FOR_USER = re.compile(
     r"^\s*(?:This session is being continued from a previous conversation|"
     r"Stop hook feedback:|[\w:.-]+ hook (?:feedback|error|blocking error)|"
     r"Operation stopped by hook:|Implement the following plan:|"
-    r"Another Claude session sent a message:|"
+    r"Another Claude session sent a message:|The user wants to clarify these questions\b|"
     r"\[Request interrupted by user|Caveat:)",
     re.I,
 )
@@ -63,7 +63,9 @@ class Entry:
     is_error: bool = False
     uuid: str = ""  # the transcript entry's own id, when it has one
     line: int = 0  # its line's number in the lines parsed, from 1 (0: unknown)
-    queued: bool = False  # typed while the agent worked: in the transcript only, no prompt hook
+    # Typed while the agent worked (a queued prompt, or the reason given when refusing a tool
+    # call): in the transcript only, no prompt hook.
+    queued: bool = False
 
 
 def user_words(text: str) -> str:
@@ -132,10 +134,26 @@ def parse_line(line: str | bytes, *, number: int = 0) -> list[Entry]:
     origin = row.get("origin")
     machine = isinstance(origin, dict) and origin.get("kind") not in (None, "human")
     return [
-        Entry(e.kind, e.text, e.tool, e.tool_id, e.tool_input, e.is_error, uuid, number)
+        replace(e, uuid=f"{uuid}{e.uuid}"[:64] if uuid else "", line=number)
         for e in _message_entries(kind, message.get("content"))
         if not (machine and e.kind == "user")
     ]
+
+
+# Claude Code's tool result when the person refuses a tool call and says what to do instead:
+# their words follow the preamble (and, in newer versions, a note to the model after them).
+_REFUSAL = re.compile(
+    r"\A(?:Error: )?The user doesn't want to proceed with this tool use\..*?"
+    r"the user said:\n(?P<said>.*?)(?:\n+Note: The user's next message may contain\b.*)?\Z",
+    re.S,
+)
+REFUSAL_UUID = ":refusal"  # the suffix of a refusal reason's entry uuid (the line's uuid before it)
+
+
+def refusal_reason(result: str) -> str:
+    """What the person typed when refusing a tool call ("" for any other tool result)."""
+    found = _REFUSAL.match(result[:20_000]) if "the user said:" in result else None
+    return user_words(found["said"]) if found else ""
 
 
 def _queued_prompt(row: dict[str, Any], number: int) -> list[Entry]:
@@ -173,15 +191,17 @@ def _message_entries(kind: str, content: Any) -> list[Entry]:
                 if not isinstance(block, dict):
                     continue
                 if block.get("type") == "tool_result":
-                    entries.append(
-                        Entry(
-                            "tool_result",
-                            text=_content_text(block.get("content"))
-                            or _json_text(block.get("content") or ""),
-                            tool_id=str(block.get("tool_use_id") or ""),
-                            is_error=bool(block.get("is_error")),
-                        )
+                    result = Entry(
+                        "tool_result",
+                        text=_content_text(block.get("content"))
+                        or _json_text(block.get("content") or ""),
+                        tool_id=str(block.get("tool_use_id") or ""),
+                        is_error=bool(block.get("is_error")),
                     )
+                    entries.append(result)
+                    said = refusal_reason(result.text) if result.is_error else ""
+                    if said:  # the person's words, typed at the permission prompt
+                        entries.append(Entry("user", text=said, uuid=REFUSAL_UUID, queued=True))
                 elif block.get("type") == "text":
                     texts.append(str(block.get("text") or ""))
             text = user_words("\n".join(t for t in texts if t.strip()))
