@@ -339,6 +339,14 @@ TIERS = [
     ("Remember to bump the version in pyproject.toml before each release.", "C"),
     ("That's not right, just use `uv run pytest` for the tests.", "B"),
     ("That's not right, look up the right flag in the docs.", "C"),
+    # a reaction that forbids a kind of action and says why it is bad in general
+    ("Please don't force-push shared branches - it rewrites everyone's history.", "B"),
+    ("don't run e2e tests, too slow.", "B"),
+    ("Don't vendor dependencies because they go stale.", "B"),
+    ("Don't push, it's not ready.", "C"),  # no object: the work at hand
+    ("Don't merge this branch, it's broken.", "C"),  # the thing at hand
+    ("Don't run the e2e suite for now, too slow.", "C"),  # for now
+    ("Don't deploy the release yet, it's Friday.", "C"),
     ("Instead of mocking the database, use the test database for every repository test.", "C"),
     ("You must be careful with migrations: always write a reverse step.", "A"),
     ("Every time I push, run the linter first.", "A"),

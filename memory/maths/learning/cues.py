@@ -361,6 +361,33 @@ ABOUT_A_WORK_ITEM = re.compile(
     r"(?:new\s+)?(?:task|ticket|issue|todo|pr|pull\s+request|spec|plan)\b",
     re.I,
 )
+# A prohibition of a kind of action, with why it is bad in general: "don't amend commits - it
+# messes with the workflows", "don't run the integration tests, too slow". The reason is a
+# property of the action, so the prohibition lasts; one about the thing at hand ("don't commit
+# this, it's broken"), one with no object ("don't commit, it's not ready") or one for now is not.
+REASONED_PROHIBITION = re.compile(
+    r"^(?:(?:oh|ok|okay|hey|and|also|but|so|hm+)\W+)?(?:please\s+)?(?:don'?t|do\s+not|dont)\s+"
+    r"(?!(?:worry|bother|forget|mind|hesitate|wait|need)\b)[a-z][\w-]*"
+    r"(?:\s+(?!(?:the|this|that|these|those|it|them|my|yet|now|again|for|until|before)\b)"
+    r"[\w`'./@:-]+){1,6}?"
+    r"(?:\s*(?:[,;:]|\s-+|\s?[\u2013\u2014])\s*"
+    r"(?:(?:it|they|that|which)(?:'s|'re|\s+(?:is|are|\w+s|\w+\s+\w+s))\b|too\s+\w+)"
+    r"|,?\s+(?:because|since|as\s+(?:it|they|that))\b)",
+    re.I,
+)
+
+
+def reasoned_prohibition(sentence: str) -> bool:
+    """A prohibition of a kind of action with a reason that holds beyond the task at hand."""
+    sentence = plain_intent(sentence)
+    return bool(
+        REASONED_PROHIBITION.match(sentence)
+        and not ONE_OFF.search(sentence)
+        and not HEDGE.search(sentence)
+        and not LEANS_ON_CONVERSATION.search(sentence)
+    )
+
+
 # An explicit correction anywhere: "that's wrong", "I said …", "I asked you to/not …".
 EXPLICIT_CORRECTION = re.compile(
     r"\bthat(?:'s|s|\s+is|\s+was)\s+(?:wrong|not\s+(?:right|correct|what\s+i)|incorrect)\b"
