@@ -2,7 +2,9 @@
 daily job, then the proposals a person would be asked to review (issue #26 item 7).
 
 Each folder under --transcripts (default $ENGRAM_TRANSCRIPTS, else /work/data/transcripts;
-`<owner>__<repo>/*.jsonl`, kept outside the repository) is one developer: one Engram owner.
+`<owner>__<repo>/*.jsonl`, kept outside the repository) is a project; each person who worked on
+it (the home folder of the sessions' cwd) is one Engram owner, as a local-first install is one
+person's (`--per-repository`: the whole folder is one owner, as rounds 4-7 ran it).
 Their sessions are replayed oldest first, each as Claude Code would have sent it:
 SessionStart with the transcript's cwd, then in transcript order every typed prompt
 (UserPromptSubmit) and every tool call (PreToolUse, then PostToolUse or PostToolUseFailure with
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -207,23 +210,41 @@ def corpus_labels(folder: Path) -> dict[str, tuple[str, list[str]]]:
     return found
 
 
+_HOME = re.compile(r"^(?:/Users|/home)/([^/]+)")
+
+
+def people(folder: Path, per_repository: bool) -> dict[str, list[Path]]:
+    """The folder's transcripts by the person whose machine ran them (the home folder of the
+    session's cwd: `/Users/<name>`, `/home/<name>`), each an Engram owner named
+    `<folder>~<name>`: Engram is local-first, one person's install, so one developer's rules
+    never reach a colleague's sessions. `per_repository` makes the whole folder one owner."""
+    found: dict[str, list[Path]] = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        home = _HOME.match(_cwd(path.read_bytes()[:200_000].split(b"\n"), folder.name))
+        name = folder.name if per_repository or not home else f"{folder.name}~{home[1]}"
+        found.setdefault(name[:150], []).append(path)
+    return found
+
+
 def replay_owner(
     folder: Path,
     served: Path,
     limit: int,
     labels: dict[str, tuple[str, list[str]]] | None = None,
     daily: Callable[[Any], None] | None = None,
+    name: str = "",
+    paths: list[Path] | None = None,
 ) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
     from memory.models import ApiToken
 
-    owner = get_user_model().objects.create_user(username=folder.name[:150])
+    owner = get_user_model().objects.create_user(username=(name or folder.name)[:150])
     _, raw = ApiToken.issue(owner=owner, name="bench")
     client = Client(headers={"Authorization": f"Bearer {raw}"})
     files = []
-    for path in sorted(folder.glob("*.jsonl")):
+    for path in paths if paths is not None else sorted(folder.glob("*.jsonl")):
         lines = path.read_bytes().split(b"\n")
         files.append((str(_started(lines) or "9999"), path, lines))
     files.sort(key=lambda item: item[0])
@@ -337,8 +358,14 @@ def labels_summary(path: Path, made: list[dict[str, Any]]) -> dict[str, Any] | N
     if not path.is_file():
         return None
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # An owner is a repository folder, or one person of it (`<folder>~<name>`): a label given
+    # to a proposal when the whole folder was one owner holds for the person's too.
     labels = {(r["owner"], r["change"], r["text"]): r["label"] for r in rows}
-    found = [labels.get((p["owner"], p["change"], p["text"])) for p in made]
+    found = [
+        labels.get((p["owner"], p["change"], p["text"]))
+        or labels.get((p["owner"].split("~")[0], p["change"], p["text"]))
+        for p in made
+    ]
     labelled = [label for label in found if label]
     useful = labelled.count("useful")
     return {
@@ -369,6 +396,11 @@ def main() -> int:
         help="run the maintenance job after each day's last session (by the transcripts' dates), "
         "as the daily job would, besides once at the end; proposals left open are not made twice",
     )
+    parser.add_argument(
+        "--per-repository",
+        action="store_true",
+        help="replay each repository folder as one owner (rounds 4-7), not one owner per person",
+    )
     args = parser.parse_args()
     folders = sorted(p for p in args.transcripts.glob("*") if p.is_dir() and any(p.glob("*.jsonl")))
     if not folders:
@@ -382,7 +414,12 @@ def main() -> int:
         from memory.services import maintenance
 
         written: list[dict[str, Any]] = []
-        for folder in folders:
+        owners = [
+            (folder, name, paths)
+            for folder in folders
+            for name, paths in people(folder, args.per_repository).items()
+        ]
+        for folder, name, paths in owners:
             made: list[Any] = []
             replayed = replay_owner(
                 folder,
@@ -392,6 +429,8 @@ def main() -> int:
                 (lambda owner, made=made: made.extend(maintenance.maintain(owner=owner)))
                 if args.daily
                 else None,
+                name=name,
+                paths=paths,
             )
             owner = replayed.pop("owner")
             kept = stored(owner)
@@ -401,7 +440,7 @@ def main() -> int:
             made += maintenance.maintain(owner=owner, now=later)
             found = proposals(owner, made)
             written.extend(found)
-            print(f"\n== {folder.name}: {json.dumps(replayed)}")
+            print(f"\n== {name}: {json.dumps(replayed)}")
             print(f"   stored: active by source {kept['active']}, candidates {kept['candidates']}")
             for source, statement, *outcomes in kept["active_statements"]:
                 counts = "/".join(
