@@ -251,30 +251,31 @@ def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
     """The entries of JSONL lines, each with the number of its line (from 1); a prompt typed
     while the agent worked is one of them where the lines show it reached the agent
     (`_QueuedPrompts`)."""
-    return _parsed(lines)[0]
+    out: list[Entry] = []
+    queue = _QueuedPrompts()
+    for number, line in enumerate(lines, start=1):
+        if not (line and line.strip()):
+            continue
+        if _queue_operation(line):
+            queue.read(line, number)
+            continue
+        out.extend(parse_line(line, number=number))
+    return queue.merged(out)
 
 
 def still_queued(lines: Iterable[str | bytes]) -> list[str | bytes]:
     """The `enqueue` lines among JSONL lines that nothing after them took or dropped: prompts
     still waiting where the lines end. A transcript read in parts puts them before the next
     part, so a prompt whose `remove` falls in that part is still read as the person's."""
-    return [line for _, line in _parsed(lines)[1].waiting]
-
-
-def _parsed(lines: Iterable[str | bytes]) -> tuple[list[Entry], _QueuedPrompts]:
-    out: list[Entry] = []
     queue = _QueuedPrompts()
     for number, line in enumerate(lines, start=1):
-        if not (line and line.strip()):
-            continue
-        queued = (
-            b'"queue-operation"' in line if isinstance(line, bytes) else '"queue-operation"' in line
-        )
-        if queued:
+        if line and _queue_operation(line):
             queue.read(line, number)
-            continue
-        out.extend(parse_line(line, number=number))
-    return queue.merged(out), queue
+    return [line for _, line in queue.waiting]
+
+
+def _queue_operation(line: str | bytes) -> bool:
+    return b'"queue-operation"' in line if isinstance(line, bytes) else '"queue-operation"' in line
 
 
 class _QueuedPrompts:
