@@ -103,11 +103,22 @@ def is_machine_text(text: str) -> bool:
 
 # A finding of a code review or a linter, pasted: a file:line reference, "line 485", a severity.
 _FINDING = re.compile(
-    r"[\w/.-]+\.[A-Za-z]{1,5}:\d+|\b(?:at|on|in)\s+lines?\s+\d+|\blines?\s+\d+\s*-\s*\d+"
+    # (from where a path starts: a search that began inside it would retry every suffix)
+    r"(?<![\w/.-])[\w/.-]+\.[A-Za-z]{1,5}:\d+|\b(?:at|on|in)\s+lines?\s+\d+|\blines?\s+\d+\s*-\s*\d+"
     r"|^\s*(?:(?:high|medium|low|critical|major|minor)\s+(?:severity|priority)|severity:|"
     r"priority:|nit(?:pick)?:|suggestion:|suggested\s+change)\s*$",
     re.I | re.M,
 )
+_FINDING_NEEDS = (":", "line", "severity", "priority", "suggested")
+
+
+def _finding(text: str) -> bool:
+    """`_FINDING` in `text`, searched only when a word it needs is there (most prompts have
+    none, and this runs on the UserPromptSubmit path)."""
+    low = text.lower()
+    return any(word in low for word in _FINDING_NEEDS) and bool(_FINDING.search(text))
+
+
 # A line that introduces pasted material: "here is the output:", "the reviewer says:", "I get:".
 _PASTE_INTRO = re.compile(
     r"(?:\bhere\s+(?:is|are)\b|\b(?:says?|said|says\s+that|wrote|output|outputs|prints?|"
@@ -156,11 +167,16 @@ def _without_pasted(text: str) -> str:
     blocks = re.split(r"\n\s*\n", text)
     kept: list[str] = []
     for block in blocks:
-        if _FINDING.search(block):
+        if _finding(block):
             continue
         lines = block.splitlines()
         for i, line in enumerate(lines):
-            if i + 1 < len(lines) and _PASTE_INTRO.search(line) and not _RULE_INTRO.search(line):
+            if (
+                i + 1 < len(lines)
+                and line.rstrip().endswith(":")  # what _PASTE_INTRO needs, checked first
+                and _PASTE_INTRO.search(line)
+                and not _RULE_INTRO.search(line)
+            ):
                 lines = lines[: i + 1]
                 break
         kept.append("\n".join(lines))
@@ -177,7 +193,7 @@ def prose(text: str) -> str:
     if ":" in text:
         text = _INLINE_QUOTE.sub("", text)
     if "\n" not in text:  # one line: nothing pasted under an introduction, nothing wrapped
-        return "" if _is_code_line(text) or _FINDING.search(text) else text
+        return "" if _is_code_line(text) or _finding(text) else text
     text = _without_pasted(text)
     return "\n".join(line for line in _unwrapped(text.splitlines()) if not _is_code_line(line))
 
