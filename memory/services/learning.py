@@ -691,7 +691,7 @@ def provenance_context(engram: Engram) -> dict[str, Any]:
         "Your reason for refusing a tool call"
         if uuid.endswith(learning.REFUSAL_UUID)
         else "A message you typed while the agent worked"
-        if uuid.startswith("queue:")
+        if uuid.startswith(learning.QUEUED_UUID)
         else "Your message"
     )
     return {

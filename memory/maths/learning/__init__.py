@@ -60,6 +60,7 @@ from memory.maths.learning.text import (
     sentences,
 )
 from memory.maths.learning.transcript import (
+    QUEUED_UUID,
     REFUSAL_UUID,
     Entry,
     agent_prompt,
@@ -106,6 +107,7 @@ __all__ = [
     "MIN_CLAUSE_WORDS",
     "MIN_SHARED_WORDS",
     "PREFERENCE",
+    "QUEUED_UUID",
     "REFUSAL_UUID",
     "REPLACE",
     "SAME_RULE_WORDS",

@@ -609,12 +609,15 @@ def rule_request_without_rule(sentence: str) -> bool:
     return bool(RULE_REQUEST.search(sentence)) and _content_free(sentence)
 
 
-def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
+def tier_of(sentence: str, *, first: bool, correction: bool, said: str = "") -> str:
     """Tier of a rule-like sentence: A when it is unmistakably meant to last (a standing time,
     always/never to the agent, a project convention, "remember that we", a rule request, a
     practice applied everywhere or a writing style, which hold beyond any one task), B for
-    a correction of the last action that names the right way, C (candidate) otherwise. A
-    hedge, a request about one work item or a one-off marker leave it a candidate."""
+    a correction of the last action that names the right way, or for a reaction that forbids a
+    kind of action and says why (`reasoned_prohibition` on `said`, the clause with its reason,
+    which `sentence` leaves out), C (candidate) otherwise. A hedge, a request about one work
+    item or a one-off marker leave it a candidate."""
+    said = said or sentence
     sentence = plain_intent(sentence)
     timed = bool(STANDING_TIME.search(sentence))
     if LEANS_ON_CONVERSATION.search(sentence) or DOC_REQUEST.match(sentence):
@@ -647,6 +650,8 @@ def tier_of(sentence: str, *, first: bool, correction: bool) -> str:
         and not ONE_OFF.search(sentence)
         and not DEICTIC.search(sentence)
     ):
+        return TIER_CORRECTION
+    if first and reasoned_prohibition(said):
         return TIER_CORRECTION
     return TIER_INFERRED
 

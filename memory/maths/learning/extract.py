@@ -22,7 +22,6 @@ from memory.maths.learning.text import (
     MAX_DRAFTS_PER_PROMPT,
     MAX_QUOTE_CHARS,
     MIN_CLAUSE_WORDS,
-    TIER_CORRECTION,
     TIER_EXPLICIT,
     TIER_INFERRED,
     sentences,
@@ -398,14 +397,12 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
         # The tier is earned by the part that is kept: "keep X, but always write Y now" keeps
         # "keep X", which "always" does not make a standing rule; nor does "in the future" in
         # the reason cut off after it ("I asked why you skipped X, because in the future …").
-        first = clause.index == 0 and clause.text.startswith(part)
         tier = clause.tier or cues.tier_of(
             _TRAILING_REASON.sub("", part).strip() or part,  # not a reason's words
-            first=first,
+            first=clause.index == 0 and clause.text.startswith(part),
             correction=clause.kind == CORRECTION,
+            said=part,
         )
-        if tier == TIER_INFERRED and first and cues.reasoned_prohibition(part):
-            tier = TIER_CORRECTION  # a reaction that forbids a kind of action, and says why
         if tier == TIER_EXPLICIT and discussion and not cues.marked(part):
             tier = TIER_INFERRED  # said in passing inside a discussion: a candidate
         drafts.append(

@@ -148,6 +148,7 @@ _REFUSAL = re.compile(
     re.S,
 )
 REFUSAL_UUID = ":refusal"  # the suffix of a refusal reason's entry uuid (the line's uuid before it)
+QUEUED_UUID = "queue:"  # the prefix of a mid-turn prompt's entry uuid (its enqueue time after it)
 
 
 def refusal_reason(result: str) -> str:
@@ -313,7 +314,7 @@ class _QueuedPrompts:
         text = user_words(content) if isinstance(content, str) else ""
         if not text or text.startswith(("/", "{", "[")):
             return None  # a slash command, an app's JSON (a background task's notice)
-        return Entry("user", text=text, uuid=f"queue:{row.get('timestamp', '')}"[:64],
+        return Entry("user", text=text, uuid=f"{QUEUED_UUID}{row.get('timestamp', '')}"[:64],
                      line=number, queued=True)  # fmt: skip
 
     def merged(self, entries: list[Entry]) -> list[Entry]:
