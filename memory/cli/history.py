@@ -207,15 +207,13 @@ def select(
 
 
 def lessons_of(transcript: Transcript) -> list[learning.LessonDraft]:
-    """What capture's heuristic extractor keeps from a transcript: lessons from the user's own
-    entries (the parser leaves out assistant text, tool results and machine entries), at most
-    the per-session cap."""
+    """What capture's heuristic extractor keeps from a transcript (`learning.entry_drafts`, as
+    the server's capture without a key): lessons from the user's own entries (the parser leaves
+    out assistant text, tool results and machine entries; requests to forget a rule and prompts
+    the agent wrote are no lessons), at most the per-session cap."""
     with transcript.path.open("rb") as handle:
         lines = handle.read().split(b"\n")
-    drafts: list[learning.LessonDraft] = []
-    for entry in learning.parse_lines(lines):
-        if entry.kind == "user":
-            drafts.extend(learning.extract(entry.text))
+    drafts = [draft for draft, _ in learning.entry_drafts(learning.parse_lines(lines))]
     return drafts[: learning.MAX_DRAFTS_PER_SESSION]
 
 

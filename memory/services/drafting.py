@@ -87,6 +87,10 @@ def agent_written(owner: Any, texts: Iterable[str], *, before: datetime | None =
 
 
 Sourced = tuple[learning.LessonDraft, learning.Entry | None]
+# Earlier parts of a transcript read back for prompts still queued where they ended: a prompt
+# waits for the running turn, which rarely spans more than a few reads (a subagent's Stop, a
+# compaction).
+MAX_CARRIED_READS = 8
 
 
 def _heuristic(signal: LearningSignal, entries: Sequence[learning.Entry]) -> list[Sourced]:
@@ -112,11 +116,7 @@ def _heuristic(signal: LearningSignal, entries: Sequence[learning.Entry]) -> lis
 
 
 def _heuristic_entries(entries: Sequence[learning.Entry]) -> list[Sourced]:
-    drafts: list[Sourced] = []
-    for entry in entries:
-        if entry.kind == "user" and learning.forget_request(entry.text) is None:
-            drafts.extend((draft, entry) for draft in learning.extract(entry.text))
-    return drafts
+    return list(learning.entry_drafts(entries))
 
 
 def _entry_of(
@@ -130,22 +130,33 @@ def _entry_of(
 
 
 def _carried(signal: LearningSignal) -> list[str]:
-    """The prompts the previous part of the session's transcript left queued (typed while the
-    agent worked, not yet taken in where that part ended): this part may hold their `remove`."""
+    """The prompts the earlier parts of the session's transcript left queued (typed while the
+    agent worked, not yet taken in where those parts ended): this part may hold their `remove`.
+    Read back along the chain of parts that end where the next one starts, at most
+    MAX_CARRIED_READS of them, oldest first, each keeping what the one before it carried."""
     if not signal.offset_start or signal.session_id is None:
         return []
-    before = (
-        LearningSignal.objects.filter(
-            session=signal.session_id,
-            kind=LearningSignal.Kind.TRANSCRIPT,
-            offset_end=signal.offset_start,
+    parts: list[str] = []
+    start, seen = signal.offset_start, {signal.pk}
+    while start and len(parts) < MAX_CARRIED_READS:
+        before = (
+            LearningSignal.objects.filter(
+                session=signal.session_id, kind=LearningSignal.Kind.TRANSCRIPT, offset_end=start
+            )
+            .exclude(pk__in=seen)
+            .order_by("-pk")
+            .values_list("pk", "text", "offset_start")
+            .first()
         )
-        .exclude(pk=signal.pk)
-        .order_by("-pk")
-        .values_list("text", flat=True)
-        .first()
-    )
-    return [str(line) for line in learning.still_queued(before.split("\n"))] if before else []
+        if before is None:
+            break
+        seen.add(before[0])
+        parts.append(before[1])
+        start = before[2]
+    waiting: list[str] = []
+    for text in reversed(parts):
+        waiting = [str(line) for line in learning.still_queued([*waiting, *text.split("\n")])]
+    return waiting
 
 
 def transcript_entries(signal: LearningSignal) -> list[learning.Entry]:

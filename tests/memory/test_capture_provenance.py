@@ -626,6 +626,34 @@ def test_a_queued_prompt_whose_removal_falls_in_the_next_read_is_still_learned(
     ]
 
 
+def test_a_queued_prompt_still_waiting_after_two_reads_is_learned_at_the_third(
+    api: Client, tmp_path: Path
+) -> None:
+    """A turn that spans several reads of the transcript (a subagent's Stop, a compaction)
+    keeps a prompt waiting across all of them: each read carries it on until its `remove`."""
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(
+        entry("user", "Let's start on the cart.", "u-1")
+        + queue_op("enqueue", "2026-11-20T09:15:03.120Z", RULE)
+    )
+    hook(api, "UserPromptSubmit", prompt="Let's start on the cart.")
+    session_pk = None
+    for more in (
+        entry("assistant", "Still reading the cart module.", "a-1"),
+        queue_op("remove", "2026-11-20T09:15:09.004Z") + entry("user", "ok", "u-2"),
+    ):
+        hook(api, "Stop", transcript_path=str(transcript))
+        session_pk = AgentSession.objects.get().pk
+        learning.session_capture(session_pk=session_pk)
+        assert not Engram.objects.filter(statement="Always run ruff before committing.").exists()
+        with transcript.open("a") as handle:
+            handle.write(more)
+    hook(api, "Stop", transcript_path=str(transcript))
+    learning.session_capture(session_pk=session_pk)
+    rule = Engram.objects.get(statement="Always run ruff before committing.")
+    assert rule.source == "user"
+
+
 WISH = "I think we should use pytest fixtures instead of setUp methods."
 
 

@@ -443,3 +443,19 @@ def test_an_example_after_e_g_stays_in_its_sentence() -> None:
     ]
     (draft,) = L.extract("Use only relative paths rather than absolute ones (e.g. `./a.toml`).")
     assert draft.statement == "Use only relative paths rather than absolute ones (e.g. `./a.toml`)."
+
+
+def test_the_heuristic_drafts_of_entries_skip_forget_requests_and_prompts_the_agent_wrote() -> None:
+    """One rule for the server's capture and the import dry run (`learning.entry_drafts`)."""
+    handed = "Always run the linter before you commit anything in this repository."
+    entries = [
+        L.Entry("user", text=handed, uuid="u-1"),  # typed before any tool call: the person's
+        L.Entry("tool_use", tool_input=json.dumps({"prompt": handed}), uuid="a-1"),
+        L.Entry("user", text=handed, uuid="u-2"),  # the agent's task handed back
+        L.Entry("user", text="Forget the rule about tabs.", uuid="u-3"),
+        L.Entry("assistant", text="Never use tabs, I will always remember that.", uuid="a-2"),
+    ]
+    drafts = L.entry_drafts(entries)
+    assert [(d.statement, e.uuid) for d, e in drafts] == [
+        ("Always run the linter before you commit anything in this repository.", "u-1")
+    ]
