@@ -459,3 +459,22 @@ def test_the_heuristic_drafts_of_entries_skip_forget_requests_and_prompts_the_ag
     assert [(d.statement, e.uuid) for d, e in drafts] == [
         ("Always run the linter before you commit anything in this repository.", "u-1")
     ]
+
+
+def test_claude_codes_note_beside_a_tool_search_result_is_not_the_persons() -> None:
+    """Claude Code 2.1 writes "Tool loaded." beside the result of a tool search (references to
+    the tools it loaded); text beside any other tool result was typed while the tool ran."""
+    search = {
+        "type": "tool_result",
+        "tool_use_id": "t1",
+        "content": [{"type": "tool_reference", "tool_name": "Read"}],
+    }
+    ran = {"type": "tool_result", "tool_use_id": "t2", "content": "ok"}
+    entries = L.parse_lines(
+        [
+            _line("user", [search, {"type": "text", "text": "Tool loaded."}]),
+            _line("user", [ran, {"type": "text", "text": "Use rg rather than grep."}]),
+        ]
+    )
+    assert [e.kind for e in entries] == ["tool_result", "tool_result", "user"]
+    assert entries[2].text == "Use rg rather than grep."

@@ -188,9 +188,11 @@ def _message_entries(kind: str, content: Any) -> list[Entry]:
             return entries
         if isinstance(content, list):
             texts = []
+            loaded = False  # the block before was a tool search's result (tools it loaded)
             for block in content:
                 if not isinstance(block, dict):
                     continue
+                after_search, loaded = loaded, _loads_tools(block)
                 if block.get("type") == "tool_result":
                     result = Entry(
                         "tool_result",
@@ -203,7 +205,9 @@ def _message_entries(kind: str, content: Any) -> list[Entry]:
                     said = refusal_reason(result.text) if result.is_error else ""
                     if said:  # the person's words, typed at the permission prompt
                         entries.append(Entry("user", text=said, uuid=REFUSAL_UUID, queued=True))
-                elif block.get("type") == "text":
+                elif block.get("type") == "text" and not after_search:
+                    # Claude Code notes a tool search's result beside it ("Tool loaded."):
+                    # its words, not the person's.
                     texts.append(str(block.get("text") or ""))
             text = user_words("\n".join(t for t in texts if t.strip()))
             if text:  # beside a tool result: typed while the tool ran (a queued message)
@@ -226,6 +230,15 @@ def _message_entries(kind: str, content: Any) -> list[Entry]:
                 )
             )
     return entries
+
+
+def _loads_tools(block: dict[str, Any]) -> bool:
+    """Whether a content block is the result of a tool search: references to the tools it
+    loaded (Claude Code 2.1 defers tools until the agent searches for them)."""
+    inner = block.get("content") if block.get("type") == "tool_result" else None
+    return isinstance(inner, list) and any(
+        isinstance(part, dict) and part.get("type") == "tool_reference" for part in inner
+    )
 
 
 # A prompt the agent writes for another agent or session counts from this length (a real task,
