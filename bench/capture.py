@@ -18,13 +18,13 @@ the capture task calls on a prompt or a transcript's user entry) over:
 - the typed prompts of the real Claude Code transcripts (`$ENGRAM_TRANSCRIPTS/labels.jsonl`,
   labelled rule/task/question/feedback/other), split by repository: `dev` (`REAL_DEV_REPOS`;
   rules may be written from what `--show real-fp|real-fn|real-fn-active|real-task` prints, which
-  is this part only, and `dev_2`), `held_out` (every other repository: only ever scored, never
-  printed), `dev_2` (`$ENGRAM_TRANSCRIPTS2`, default `/work/data/transcripts2`: a second corpus
-  of other repositories, labelled the same way; held out until round 6, printed with the dev
-  part since), `held_out_3` (`$ENGRAM_TRANSCRIPTS3`, default `/work/data/transcripts3`: a third,
-  only scored), `held_out_4` (`$ENGRAM_TRANSCRIPTS4`, default `/work/data/transcripts4`: a
-  fourth, only scored), `held_out_5` (`$ENGRAM_TRANSCRIPTS5`, default `/work/data/transcripts5`:
-  a fifth, only scored); `held_out_all` sums every held-out part, and the `whole` the first
+  is this part only, and the later dev corpora), `held_out` (every other repository: only ever scored, never
+  printed), `dev_2`, `dev_3` and `dev_4` (`$ENGRAM_TRANSCRIPTS2`..`4`, default
+  `/work/data/transcripts2`..`4`: later corpora of other repositories, labelled the same way;
+  held out until round 6 (the second) and round 9 (the third and fourth), printed with the dev
+  part since; `dev_all` sums every dev part), `held_out_5` and `held_out_6`
+  (`$ENGRAM_TRANSCRIPTS5`, `$ENGRAM_TRANSCRIPTS6`, default `/work/data/transcripts5`, `…6`:
+  only scored); `held_out_all` sums every held-out part, and the `whole` the first
   corpus; the same figures as for the coding prompts;
 - a transcript replay: MemoryCode held-out sessions as Claude Code JSONL (mentee turns as
   assistant entries) and, when `$ENGRAM_TRANSCRIPTS` (default `/work/data/transcripts`) holds
@@ -71,6 +71,7 @@ TRANSCRIPTS2 = Path(os.environ.get("ENGRAM_TRANSCRIPTS2", "/work/data/transcript
 TRANSCRIPTS3 = Path(os.environ.get("ENGRAM_TRANSCRIPTS3", "/work/data/transcripts3"))
 TRANSCRIPTS4 = Path(os.environ.get("ENGRAM_TRANSCRIPTS4", "/work/data/transcripts4"))
 TRANSCRIPTS5 = Path(os.environ.get("ENGRAM_TRANSCRIPTS5", "/work/data/transcripts5"))
+TRANSCRIPTS6 = Path(os.environ.get("ENGRAM_TRANSCRIPTS6", "/work/data/transcripts6"))
 # The real transcripts' dev part (its rows may be read); every other repository is held out.
 REAL_DEV_REPOS = frozenset({"entireio/cli"})
 ACTIVE = {learning.TIER_EXPLICIT, learning.TIER_CORRECTION}
@@ -181,21 +182,27 @@ def real_prompts(costs: list[float], show: str) -> dict[str, object] | str:
         "held_out": _summary(held_out),
         "whole": _summary(dev + held_out),
     }
-    every_held_out = Counter(held_out)
-    dev2 = TRANSCRIPTS2 / "labels.jsonl"
-    if dev2.exists():  # the second corpus: held out until round 6, dev since (may be printed)
-        rows2 = [json.loads(line) for line in dev2.open()]
-        out["dev_2"] = _summary(_tally(costs, show, rows2))
-    for name, folder in (
-        ("held_out_3", TRANSCRIPTS3),
-        ("held_out_4", TRANSCRIPTS4),
-        ("held_out_5", TRANSCRIPTS5),
+    every_held_out, every_dev = Counter(held_out), Counter(dev)
+    # Later corpora: the second held out until round 6 and the third and fourth until round 9,
+    # dev since (printed with the dev part); the fifth and sixth only ever scored.
+    for name, folder, is_dev in (
+        ("dev_2", TRANSCRIPTS2, True),
+        ("dev_3", TRANSCRIPTS3, True),
+        ("dev_4", TRANSCRIPTS4, True),
+        ("held_out_5", TRANSCRIPTS5, False),
+        ("held_out_6", TRANSCRIPTS6, False),
     ):
         later = folder / "labels.jsonl"
-        if later.exists():  # only ever scored, never printed
-            more = _tally(costs, "", [json.loads(line) for line in later.open()])
-            out[name] = _summary(more)
+        if not later.exists():
+            continue
+        more = _tally(costs, show if is_dev else "", [json.loads(line) for line in later.open()])
+        out[name] = _summary(more)
+        if is_dev:
+            every_dev += more
+        else:
             every_held_out += more
+    if every_dev["prompts"] > dev["prompts"]:
+        out["dev_all"] = _summary(every_dev)
     if every_held_out["prompts"] > held_out["prompts"]:
         out["held_out_all"] = _summary(every_held_out)
     return out

@@ -392,6 +392,14 @@ TIERS = [
     # what a document should say, a time included, is its content: no rule for the agent
     ("Document in docs/setup.md that from now on the server needs Redis.", "C"),
     ("From now on, always update the README.md when adding a flag.", "A"),
+    # going ahead with a choice is no standing time; a thought experiment and the case the
+    # conversation raised are not rules yet
+    ("Going forward, run the migrations in a transaction.", "A"),
+    ("We're moving forward with the Postgres backend, always run the migrations first.", "A"),
+    ("So we're moving forward with the Postgres backend.", ""),
+    ("Always derive the colour from the parent segment, theoretically.", "C"),
+    ("In that case, never ship the helper in the release artifacts.", "C"),
+    ("Never ship the helper in the release artifacts.", "A"),
 ]  # fmt: skip
 
 

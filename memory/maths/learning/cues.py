@@ -35,14 +35,16 @@ IN_FUTURE = (
 STANDING_TIME = re.compile(
     r"(?<!will\s)(?<!would\s)(?<!could\s)(?<!may\s)(?<!might\s)\b" + IN_FUTURE + r"|"
     r"\b(?:don'?t|do\s+not|not|never)\b[^.?!]{0,60}\bever\b"
-    r"|\b(?:from\s+now\s+on|going\s+forward|from\s+here\s+on(?:\s+out)?|"
+    r"|\b(?:from\s+now\s+on|going\s+forward(?!\s+with\b)|from\s+here\s+on(?:\s+out)?|"
     # not "the next time I run it, I get a 403" (what happens to the speaker), but "next time I
     # ask you to …" is the agent's
     r"(?<!until\s)(?<!the\s)next\s+time|"
     r"(?<=the\s)next\s+time(?!\s+(?:i|we)\s+(?!ask|tell|want|say|need|request)\w)|"
     r"every\s+time|each\s+time|any\s*time\s+you|" + WHENEVER + r"|in\s+all\s+cases|"
     r"(?:ever|never)\s+again|for\s+all\s+future|for\s+future\s+(?:[\w-]+\s+)?(?:tests|"
-    r"test\s+creation|work|changes|prs|commits|tasks|code|features|reference)\b|moving\s+forward|in\s+every\s+(?:session|task|"
+    r"test\s+creation|work|changes|prs|commits|tasks|code|features|reference)\b|"
+    # not "we're moving forward with rust" (going ahead with a choice)
+    r"moving\s+forward(?!\s+with\b)|in\s+every\s+(?:session|task|"
     r"project|repo))\b",
     re.I,
 )
@@ -316,7 +318,9 @@ HEDGE = re.compile(
     r"\b(?:probably|maybe|perhaps|might|i\s+(?:think|guess|suppose|wonder)|not\s+sure|possibly|"
     # a possibility, a scenario, a current interest: "we could add", "let's say", "I'm most
     # interested in"
-    r"(?:we|you|i)\s+could|let'?s\s+say|i(?:'m|\s+am)\s+(?:\w+\s+)?interested\s+in)\b",
+    r"(?:we|you|i)\s+could|let'?s\s+say|i(?:'m|\s+am)\s+(?:\w+\s+)?interested\s+in|"
+    # a thought experiment: "… always use the parent colour, theoretically"
+    r"theoretically|in\s+theory|hypothetically)\b",
     re.I,
 )
 # The rule is about the thing at hand: "do this", "don't clean it up", "fix that".
@@ -333,7 +337,9 @@ LEANS_ON_CONVERSATION = re.compile(
     r"|\b(?:as|like)\s+(?:you|i|we)(?:'ve|\s+have)?\s+(?:just\s+)?(?:mentioned|said|suggested|"
     r"described|discussed|explained|proposed|outlined|noted)\b"
     r"|\b(?:mentioned|discussed|described|said|suggested|outlined|listed|proposed)\s+"
-    r"(?:above|earlier|before|previously)\b)"
+    r"(?:above|earlier|before|previously)\b"
+    # the case the conversation just raised: "in that case, I would only render it in …"
+    r"|\bin\s+(?:that|which)\s+case\b)"
     # a choice offered in the conversation: "option 2", "approach B", "version B"
     r"|\b(?i:option|approach|variant|alternative|proposal)\s+(?:[A-Z]|\d)\b(?![\w.])"
     r"|\b(?i:version|plan)\s+[A-Z]\b(?![\w.])",
