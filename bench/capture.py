@@ -116,7 +116,9 @@ def _tally(costs: list[float], show: str, rows: list[dict] | None = None) -> Cou
         rows = [json.loads(line) for line in PROMPTS.open()]
     n: Counter[str] = Counter()
     for row in rows:
-        row.setdefault("prompt", row.get("text", ""))
+        # What the prompt hook learns from: the text without blocks the person did not type (an
+        # editor's note of a file, a mentioned file's content), as `learning.user_words` cuts them.
+        row.setdefault("prompt", learning.user_words(str(row.get("text", ""))))
         row.setdefault("kind", row.get("label", ""))
         row.setdefault("id", row.get("uuid", ""))
         drafts = _timed_extract(row["prompt"], costs)

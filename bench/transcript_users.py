@@ -28,7 +28,11 @@ from memory.maths import learning, textnorm  # noqa: E402
 DEFAULT = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/work/data/transcripts"))
 
 
-_IDE_NOTE = re.compile(r"<(ide_[a-z_]+)>.*?</\1>", re.S)
+# Blocks the IDE or an editor extension puts into the prompt (the open file or selection, the
+# content of a file the person mentioned), which some labellers left in: not typed.
+_IDE_NOTE = re.compile(
+    r"<(ide_[a-z_]+|context(?=\s+ref=\"[a-z]+://))(?:\s+ref=\"[^\"]*\")?>.*?</\1>", re.S
+)
 
 
 def _jsonl(path: Path) -> list[dict[str, object]]:

@@ -208,6 +208,20 @@ def test_an_apps_instructions_before_the_prompt_are_cut_out() -> None:
     assert user.text == RULE
 
 
+def test_a_mentioned_files_content_is_cut_out_and_the_persons_own_tags_stay() -> None:
+    """An editor extension puts the content of a file the person @-mentioned into the prompt
+    (`<context ref="file://…">`): the file's rules are the project's, not words typed now."""
+    mentioned = (
+        '<context ref="file:///home/dev/shop/CLAUDE.md">\n# CLAUDE.md\n'
+        "All Markdown files under docs/ must include front matter.\n</context>"
+    )
+    (user,) = L.parse_line(entry("user", RULE + "\n\n" + mentioned, "u-ctx"))
+    assert user.text == RULE
+    own = "<context>The shop sells tea.</context> " + RULE  # the person's own prompt markup
+    (user,) = L.parse_line(entry("user", own, "u-own"))
+    assert user.text == own
+
+
 def test_the_ides_note_of_the_open_file_is_cut_out() -> None:
     line = entry(
         "user",

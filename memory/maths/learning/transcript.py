@@ -39,11 +39,12 @@ _WRITTEN_FOR_USER = re.compile(
     re.I,
 )
 # Blocks inside a user entry that the person did not type: reminders and hook output that Claude
-# Code appends to the prompt, the IDE's note of the open file or selection, instructions an app
-# wrapping Claude Code puts before it. They are cut out; what is left is the person's.
+# Code appends to the prompt, the IDE's note of the open file or selection or the content of a
+# file the person mentioned (`<context ref="file://…">`), instructions an app wrapping Claude
+# Code puts before it. They are cut out; what is left is the person's.
 _INSERTED_BLOCK = re.compile(
     r"<(system-reminder|system[-_]instructions?|user-prompt-submit-hook|[\w-]*hook[\w-]*|"
-    r"ide_[a-z_]+)>"
+    r"ide_[a-z_]+|context(?=\s+ref=\"[a-z]+://))(?:\s+ref=\"[^\"]*\")?>"
     r".*?(?:</\1>|\Z)",
     re.I | re.S,
 )
