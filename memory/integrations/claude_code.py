@@ -78,8 +78,9 @@ class HookCall:
 
 
 # A checkout's worktrees live in a folder named for them (`<repo>/.worktrees/<name>`,
-# `<repo>/.claude/worktrees/<name>`, `<repo>.worktrees/<name>`) or in a tool's workspaces
-# folder (Conductor: `conductor/workspaces/<repo>/<name>`): the session works on <repo>.
+# `<repo>/.claude/worktrees/<name>`, `<repo>.worktrees/<name>`) or in a tool's folder
+# (Conductor: `conductor/workspaces/<repo>/<name>`, Warp: `~/.warp/worktrees/<repo>/<name>`):
+# the session works on <repo>.
 _WORKTREES = frozenset({".worktrees", "worktrees", ".worktree"})
 _WORKTREE_SUFFIX = re.compile(r"^(?P<repo>.+?)[.-]worktrees$", re.I)
 PROJECT_ROOT_FIELD = "engram_project_root"  # sent by engram-hook: the checkout's main folder
@@ -96,6 +97,10 @@ def project_name(path: str) -> str:
             before = parts[index - 1]
             if before.lower() in (".claude", ".git") and index >= 2:
                 return parts[index - 2]
+            if before.startswith(".") and index + 2 < len(parts):
+                # a tool's own folder keeps every repository's worktrees, one folder each
+                # (Warp: `~/.warp/worktrees/<repo>/<branch>`)
+                return parts[index + 1]
             return before
         suffixed = _WORKTREE_SUFFIX.match(part)
         if suffixed and index + 1 < len(parts):

@@ -277,6 +277,8 @@ def test_project_scope_from_cwd() -> None:
         ("/Users/m/conductor/workspaces/chkit/davao", "project:chkit"),
         ("/Users/m/conductor/workspaces/chkit/davao/packages/core", "project:chkit"),
         ("/Users/m/conductor/workspaces/chkit", "project:chkit"),
+        ("/Users/ro/.warp/worktrees/monodreams/feat/level-editor", "project:monodreams"),
+        ("/Users/ro/.warp/worktrees/monodreams/issue-36/src", "project:monodreams"),
         ("/home/dev/worktrees", "project:worktrees"),  # a project of that name, not a layout
         ("/home/dev/my-worktree/src", "project:src"),
     ],
