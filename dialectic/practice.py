@@ -341,6 +341,41 @@ def project_command(statement: str) -> str:
     return ""
 
 
+# Package managers and runners that run a project's local tool (`npx tsc`, `pnpm exec tsc`,
+# `uv run pytest`): the tool is the practice, the runner is how this machine reached it.
+PACKAGE_RUNNERS = frozenset(
+    {"npx", "bunx", "pnpx", "pnpm", "yarn", "bun", "npm", "uv", "uvx", "poetry", "pipenv", "pdm",
+     "hatch", "rye"}
+)  # fmt: skip
+RUNNER_VERBS = frozenset({"exec", "dlx", "x", "run"})
+
+
+def runner_free(command: str) -> str:
+    """A command without the package runner in front (`npx tsc --noEmit` and `pnpm tsc
+    --noEmit` → `tsc --noEmit`); other commands as they are."""
+    words = command.split(" ")
+    if len(words) > 1 and words[0] in PACKAGE_RUNNERS:
+        words = words[1:]
+        if len(words) > 1 and words[0] in RUNNER_VERBS:
+            words = words[1:]
+    return " ".join(words)
+
+
+def same_job(statement: str, other: str) -> bool:
+    """Whether two statements give one project's way of doing the same job: the same role and
+    the same command once the package runner is set aside (`Type-check with `pnpm tsc --noEmit``
+    and `Type-check with `npx tsc --noEmit``)."""
+    mine, theirs = project_command(statement), project_command(other)
+    if not mine or not theirs:
+        return False
+    role = roles.command_role(mine)
+    return (
+        bool(role)
+        and role == roles.command_role(theirs)
+        and (runner_free(mine) == runner_free(theirs))
+    )
+
+
 def _project_path(word: str) -> bool:
     """A folder or file pattern of the project (`cmd/*.go`, `.planning/`), not a placeholder,
     a place outside it (`<path>/…`, `~/…`, `/tmp/…`) or an operator."""

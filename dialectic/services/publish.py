@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from dialectic import maths, practice, render
@@ -211,9 +212,28 @@ def synthesis_propose(*, synthesis: Synthesis, now: datetime | None = None) -> b
         locked = Synthesis.objects.select_for_update().get(pk=synthesis.pk)
         if locked.state != Synthesis.State.HELD:
             return False
+        # The same job done through another package runner (`npx tsc` and `pnpm tsc`), waiting
+        # or published: one practice, so the one the person ran more is the one proposed.
+        rivals = [
+            other
+            for other in Synthesis.objects.select_for_update()
+            .filter(
+                owner_id=synthesis.owner_id,
+                scope=synthesis.scope,
+                state__in=(Synthesis.State.REVIEW, Synthesis.State.APPROVED),
+            )
+            .exclude(thesis_id=synthesis.thesis_id)
+            if practice.same_job(synthesis.statement, other.statement)
+        ]
+        if any(
+            other.state == Synthesis.State.APPROVED or other.exemplars >= synthesis.exemplars
+            for other in rivals
+        ):
+            return False
         # A newer synthesis of the same thesis replaces one still waiting: one decision each.
         waiting = Synthesis.objects.select_for_update().filter(
-            thesis_id=synthesis.thesis_id, state=Synthesis.State.REVIEW
+            Q(thesis_id=synthesis.thesis_id) | Q(pk__in=[other.pk for other in rivals]),
+            state=Synthesis.State.REVIEW,
         )
         ReviewItem.objects.filter(
             pk__in=[w.review_item_id for w in waiting if w.review_item_id],

@@ -11,6 +11,7 @@ import pytest
 from dialectic import maths
 from dialectic.models import Antithesis, Cluster, Synthesis, Thesis, Trace
 from dialectic.services import consolidation as stages
+from dialectic.services import publish
 from dialectic.tasks import consolidate as consolidate_task
 from memory.models import Observation, ReviewItem
 from tests.dialectic.helpers import breadth_first, depth_first, plant, replay
@@ -348,3 +349,46 @@ def test_a_project_command_seen_in_3_projects_stays_in_a_project_scope(owner: An
     assert synthesis.statement == "Lint with `bun run lint`."
     item = ReviewItem.objects.get(pk=synthesis.review_item_id)
     assert item.payload["scope"].startswith("project:")
+
+
+def _rival(synthesis: Synthesis, statement: str, exemplars: int) -> Synthesis:
+    """Another thesis's synthesis of the same project (as a second cluster would give)."""
+    cluster = synthesis.thesis.cluster
+    cluster.pk = None
+    cluster.save()
+    thesis = synthesis.thesis
+    thesis.pk, thesis.cluster = None, cluster
+    thesis.save()
+    synthesis.pk, synthesis.thesis, synthesis.review_item = None, thesis, None
+    synthesis.statement, synthesis.exemplars = statement, exemplars
+    synthesis.state = Synthesis.State.HELD
+    synthesis.save()
+    return synthesis
+
+
+def test_one_job_run_through_two_package_runners_is_proposed_once(owner: Any) -> None:
+    """`pnpm tsc --noEmit` and `npx tsc --noEmit` in one project are one practice: the review
+    queue holds the one the person ran more, never both."""
+    for _ in range(6):
+        replay(owner, [("Bash", {"command": "pnpm tsc --noEmit"}, True)] * 3)
+    stages.consolidate(owner=owner)
+    (first,) = Synthesis.objects.filter(state=Synthesis.State.REVIEW)
+    assert first.statement == "Type-check with `pnpm tsc --noEmit`."
+    assert first.exemplars >= 3
+    same = first.exemplars  # no more than the one waiting
+    fewer = _rival(Synthesis.objects.get(pk=first.pk), "Type-check with `npx tsc --noEmit`.", same)
+    assert not publish.synthesis_propose(synthesis=fewer)
+    other_job = _rival(Synthesis.objects.get(pk=first.pk), "Lint with `npx eslint .`.", same)
+    assert publish.synthesis_propose(synthesis=other_job)
+    more = _rival(
+        Synthesis.objects.get(pk=first.pk), "Type-check with `npx tsc --noEmit`.", same + 1
+    )
+    assert publish.synthesis_propose(synthesis=more)
+    waiting = Synthesis.objects.filter(state=Synthesis.State.REVIEW).order_by("pk")
+    assert [s.statement for s in waiting] == [
+        "Lint with `npx eslint .`.",
+        "Type-check with `npx tsc --noEmit`.",
+    ]
+    first.refresh_from_db()
+    assert first.state == Synthesis.State.SUPERSEDED
+    assert ReviewItem.objects.get(pk=first.review_item_id).decision == "superseded"

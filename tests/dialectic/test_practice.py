@@ -183,3 +183,21 @@ def test_a_command_naming_the_projects_files_is_the_projects() -> None:
         "git add cmd/*.go"
     )
     assert practice.project_command("Run `git add <path>` before `git commit`.") == ""
+
+
+@pytest.mark.parametrize(
+    ("one", "other", "same"),
+    [
+        ("Type-check with `pnpm tsc --noEmit`.", "Type-check with `npx tsc --noEmit`.", True),
+        ("Run tests with `uv run pytest -q`.", "Run tests with `pytest -q`.", True),
+        ("Run tests with `pnpm exec vitest`.", "Run tests with `npx vitest`.", True),
+        ("Run tests with `mise run test`.", "Run tests with `mise run test:ci`.", False),
+        ("Type-check with `npx tsc --noEmit`.", "Lint with `npx eslint .`.", False),
+        ("Run `git add <path>` before `git commit`.", "Run `git add <path>` before `git commit`.",
+         False),  # no job of a project: nothing to set against each other
+    ],
+)  # fmt: skip
+def test_one_job_through_another_package_runner_is_the_same_practice(
+    one: str, other: str, same: bool
+) -> None:
+    assert practice.same_job(one, other) is same
