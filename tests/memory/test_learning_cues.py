@@ -702,3 +702,18 @@ def test_a_lead_in_before_a_prohibition_does_not_hide_it() -> None:
     (draft,) = L.extract("oh, please don't rebase shared branches - it breaks the release jobs")
     assert draft.statement.startswith("Don't rebase shared branches")
     assert L.extract("ok, don't worry about it") == []
+
+
+def test_a_line_of_a_pasted_document_waits_for_review_unless_it_asks_for_a_rule() -> None:
+    """A prompt of PASTED_DOCUMENT_CHARS or more is mostly a document (a spec, a plan): its
+    "always" is the document's content. Asking for a rule to be recorded stays a rule."""
+    spec = " ".join(
+        f"Section {n} describes how the importer reads the CSV file and reports rows."
+        for n in range(60)
+    )
+    assert len(spec) >= L.PASTED_DOCUMENT_CHARS
+    rule = "Always run the migrations before the importer starts."
+    assert [d.tier for d in L.extract(rule)] == ["A"]
+    assert [d.tier for d in L.extract(f"{rule}\n\n{spec}")] == ["C"]
+    request = "Add a rule to CLAUDE.md: always validate the CSV headers before importing."
+    assert [d.tier for d in L.extract(f"{request}\n\n{spec}")] == ["A"]

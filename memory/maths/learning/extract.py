@@ -22,6 +22,7 @@ from memory.maths.learning.text import (
     MAX_DRAFTS_PER_PROMPT,
     MAX_QUOTE_CHARS,
     MIN_CLAUSE_WORDS,
+    PASTED_DOCUMENT_CHARS,
     TIER_EXPLICIT,
     TIER_INFERRED,
     sentences,
@@ -375,12 +376,14 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
     Never the whole prompt: only the sentence that states the rule, without its lead-in and its
     reason; of a request to record a rule, the rule it carries (`rule_inside`). Explicit
     instructions and preferences are tier A, corrections tier B; inside a long discussion
-    (LONG_PROMPT_SENTENCES or more) tier A needs an explicit marker (`cues.marked`).
+    (LONG_PROMPT_SENTENCES or more) tier A needs an explicit marker (`cues.marked`), and in a
+    pasted document (PASTED_DOCUMENT_CHARS or more) only a request to record a rule is active.
     """
     drafts: list[LessonDraft] = []
     seen: set[str] = set()
     clauses = list(classify(prompt).clauses)
     discussion = bool(clauses) and len(sentences(prompt)) >= LONG_PROMPT_SENTENCES
+    document = len(prompt) >= PASTED_DOCUMENT_CHARS
     for clause in clauses:
         part = focus(clause.text)
         statement = rule_inside(clean_clause(part))
@@ -405,6 +408,8 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
         )
         if tier == TIER_EXPLICIT and discussion and not cues.marked(part):
             tier = TIER_INFERRED  # said in passing inside a discussion: a candidate
+        if tier != TIER_INFERRED and document and not cues.RULE_REQUEST.search(part):
+            tier = TIER_INFERRED  # a line of a pasted document: a candidate
         drafts.append(
             LessonDraft(
                 statement=statement,

@@ -23,6 +23,10 @@ MIN_CLAUSE_WORDS = 3
 # A prompt of this many sentences or more is a discussion (a design, a plan, a bug report): a
 # rule-like line inside it is active at once only with an explicit marker (`cues.marked`).
 LONG_PROMPT_SENTENCES = 4
+# A prompt this long is mostly a document pasted in (a spec, a plan, an article, a review): its
+# "always" and "never" are the document's content, not a rule given to the agent now. A line of
+# it is active at once only when it asks for a rule to be recorded (`cues.RULE_REQUEST`).
+PASTED_DOCUMENT_CHARS = 3000
 MAX_CLAUSE_CHARS = 300
 MAX_QUOTE_CHARS = 500
 
