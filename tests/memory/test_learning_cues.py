@@ -400,6 +400,10 @@ TIERS = [
     ("Always derive the colour from the parent segment, theoretically.", "C"),
     ("In that case, never ship the helper in the release artifacts.", "C"),
     ("Never ship the helper in the release artifacts.", "A"),
+    # the state one would like to reach is a wish, unless it says it lasts
+    ("Ideally, we only deploy from the release branch.", "C"),
+    ("We only deploy from the release branch.", "A"),
+    ("Ideally, from now on, always deploy from the release branch.", "A"),
 ]  # fmt: skip
 
 

@@ -320,7 +320,9 @@ HEDGE = re.compile(
     # interested in"
     r"(?:we|you|i)\s+could|let'?s\s+say|i(?:'m|\s+am)\s+(?:\w+\s+)?interested\s+in|"
     # a thought experiment: "… always use the parent colour, theoretically"
-    r"theoretically|in\s+theory|hypothetically)\b",
+    r"theoretically|in\s+theory|hypothetically|"
+    # the state one would like to reach, not yet a rule: "ideally, we only point to agent.md"
+    r"ideally)\b",
     re.I,
 )
 # The rule is about the thing at hand: "do this", "don't clean it up", "fix that".
