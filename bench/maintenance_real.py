@@ -361,11 +361,12 @@ def labels_summary(path: Path, made: list[dict[str, Any]]) -> dict[str, Any] | N
         return None
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     # An owner is a repository folder, or one person of it (`<folder>~<name>`): a label given
-    # to a proposal when the whole folder was one owner holds for the person's too.
+    # to the same change of the same statement in that folder holds whichever way it was run.
     labels = {(r["owner"], r["change"], r["text"]): r["label"] for r in rows}
+    by_folder = {(r["owner"].split("~")[0], r["change"], r["text"]): r["label"] for r in rows}
     found = [
         labels.get((p["owner"], p["change"], p["text"]))
-        or labels.get((p["owner"].split("~")[0], p["change"], p["text"]))
+        or by_folder.get((p["owner"].split("~")[0], p["change"], p["text"]))
         for p in made
     ]
     labelled = [label for label in found if label]
