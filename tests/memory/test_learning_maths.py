@@ -478,3 +478,12 @@ def test_claude_codes_note_beside_a_tool_search_result_is_not_the_persons() -> N
     )
     assert [e.kind for e in entries] == ["tool_result", "tool_result", "user"]
     assert entries[2].text == "Use rg rather than grep."
+
+
+def test_a_request_for_now_spliced_before_a_standing_rule_is_cut_off() -> None:
+    """ "Do the same here, we always want X": the request points back at the conversation, the
+    rule after the comma stands alone."""
+    (draft,) = L.extract(
+        "Let's do the same in the parser as well, we always want typed ids at the boundary."
+    )
+    assert (draft.tier, draft.statement) == ("A", "We always want typed ids at the boundary.")

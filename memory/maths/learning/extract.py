@@ -246,7 +246,10 @@ _ANAPHOR = re.compile(
 )
 _SUBCLAUSE = re.compile(
     r"(?:[,;]\s*|\s+)(?:(?:and\s+)?so(?!\s+(?:far|much|many|long|that|to\s+speak)\b)|but|"
-    r"which\s+is\s+why|hence)\s+|;\s+",
+    r"which\s+is\s+why|hence)\s+|;\s+"
+    # a comma splice before a standing "we/you always/never …": "Let's do the one here as
+    # well, we always want a valid id" — the request for now, then the rule
+    r"|,\s+(?=(?:we|you)\s+(?:(?:should|must|will)\s+)?(?:always|never)\b)",
     re.I,
 )
 
