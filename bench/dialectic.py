@@ -57,6 +57,10 @@ from typing import Any
 from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.hookpost import post_hook  # noqa: E402
+
 DEFAULT_DB = "postgres://engram@127.0.0.1:5432/engram_bench_dialectic"
 BENCH_USER = "bench-dialectic"
 HOOK_URL = "/api/v1/hooks/claude-code"
@@ -235,7 +239,7 @@ def replay(owner: Any, raw: str, plan: list[tuple[str, str, int, list[Call]]]) -
         def post(payload: dict[str, Any], sid: str = sid, cwd: str = cwd) -> None:
             body = {"session_id": sid, "cwd": cwd, **payload}
             started = time.perf_counter()
-            response = client.post(HOOK_URL, json.dumps(body), content_type="application/json")
+            response = post_hook(client, HOOK_URL, body)
             if payload["hook_event_name"].startswith("PostToolUse"):
                 latencies.append((time.perf_counter() - started) * 1000)
             if response.status_code != 200:
@@ -494,7 +498,7 @@ def real_replay(owner: Any, raw: str, directory: Path, *, pre: bool = True) -> d
 
         def post(payload: dict[str, Any], sid: str = sid, cwd: str = cwd) -> None:
             body = {"session_id": sid, "cwd": cwd, **payload}
-            answer = client.post(HOOK_URL, json.dumps(body), content_type="application/json")
+            answer = post_hook(client, HOOK_URL, body)
             if answer.status_code != 200:
                 raise SystemExit(f"hook answered {answer.status_code}: {answer.content!r}")
 

@@ -47,6 +47,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.hookpost import post_hook  # noqa: E402
+
 TRANSCRIPTS = Path(os.environ.get("ENGRAM_TRANSCRIPTS", "/work/data/transcripts"))
 LABELS = ROOT / "bench" / "labels" / "maintenance_real.jsonl"
 HOOK = "/api/v1/hooks/claude-code"
@@ -284,7 +287,7 @@ def replay_owner(
                 "transcript_path": str(copy),
                 **fields,
             }
-            answer = client.post(HOOK, json.dumps(body), content_type="application/json")
+            answer = post_hook(client, HOOK, body)
             if answer.status_code != 200:
                 raise SystemExit(f"{event} answered {answer.status_code}: {answer.content[:300]!r}")
 
