@@ -218,20 +218,29 @@ def lessons_of(transcript: Transcript) -> list[learning.LessonDraft]:
 
 
 def dry_run(transcripts: list[Transcript], *, out: TextIO) -> int:
-    by_project: dict[str, list[tuple[Transcript, learning.LessonDraft]]] = {}
+    """Per project, each lesson once (the first session that said it), with how many times the
+    sessions said it: the server keeps one engram and counts the rest as recurrences."""
+    by_project: dict[str, dict[str, tuple[Transcript, learning.LessonDraft, int]]] = {}
     sessions: dict[str, int] = {}
     for transcript in transcripts:
         name = transcript.project or "(no working directory: global)"
         sessions[name] = sessions.get(name, 0) + 1
+        found = by_project.setdefault(name, {})
         for draft in lessons_of(transcript):
-            by_project.setdefault(name, []).append((transcript, draft))
+            key = draft.statement.casefold()
+            first, kept, times = found.get(key, (transcript, draft, 0))
+            found[key] = (first, kept, times + 1)
     total = 0
     for name in sorted(sessions):
-        found = by_project.get(name, [])
-        total += len(found)
-        print(f"\n{name}: {sessions[name]} session(s), {len(found)} lesson(s)", file=out)
-        for transcript, draft in found:
-            print(f"  - {draft.statement}  [tier {draft.tier}, {transcript.path.name}]", file=out)
+        lessons = list(by_project.get(name, {}).values())
+        total += len(lessons)
+        print(f"\n{name}: {sessions[name]} session(s), {len(lessons)} lesson(s)", file=out)
+        for transcript, draft, times in lessons:
+            said = f", said {times} times" if times > 1 else ""
+            print(
+                f"  - {draft.statement}  [tier {draft.tier}, {transcript.path.name}{said}]",
+                file=out,
+            )
     print(
         f"\nDry run: {total} lesson(s) from {len(transcripts)} session(s); nothing was written. "
         "The server's own capture decides in the end (with a key, Claude extracts; repeats "

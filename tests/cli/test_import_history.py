@@ -87,6 +87,16 @@ def test_a_dry_run_lists_the_lessons_per_project_and_writes_nothing(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_dry_run_lists_a_lesson_said_in_two_sessions_once(server: Server, tmp_path: Path) -> None:
+    transcript(tmp_path / "shop", "a", "s-a")
+    transcript(tmp_path / "shop", "b", "s-b", entry("user", RULE, "s-b"))
+    text = run(server, tmp_path, dry=True)
+    assert "shop: 2 session(s), 1 lesson(s)" in text
+    assert "said 2 times" in text
+    assert "Dry run: 1 lesson(s) from 2 session(s)" in text
+
+
+@pytest.mark.django_db(transaction=True)
 def test_import_captures_each_session_once_and_a_rerun_adds_nothing(
     server: Server, tmp_path: Path
 ) -> None:
