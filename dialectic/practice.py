@@ -369,11 +369,8 @@ def same_job(statement: str, other: str) -> bool:
     if not mine or not theirs:
         return False
     role = roles.command_role(mine)
-    return (
-        bool(role)
-        and role == roles.command_role(theirs)
-        and (runner_free(mine) == runner_free(theirs))
-    )
+    same_role = bool(role) and role == roles.command_role(theirs)
+    return same_role and runner_free(mine) == runner_free(theirs)
 
 
 def _project_path(word: str) -> bool:

@@ -112,10 +112,6 @@ def _heuristic(signal: LearningSignal, entries: Sequence[learning.Entry]) -> lis
             rationale=statement,
         )
         return [(draft, None)]
-    return _heuristic_entries(entries)
-
-
-def _heuristic_entries(entries: Sequence[learning.Entry]) -> list[Sourced]:
     return list(learning.entry_drafts(entries))
 
 
@@ -136,26 +132,28 @@ def _carried(signal: LearningSignal) -> list[str]:
     MAX_CARRIED_READS of them, oldest first, each keeping what the one before it carried."""
     if not signal.offset_start or signal.session_id is None:
         return []
-    parts: list[str] = []
-    start, seen = signal.offset_start, {signal.pk}
-    while start and len(parts) < MAX_CARRIED_READS:
-        before = (
-            LearningSignal.objects.filter(
-                session=signal.session_id, kind=LearningSignal.Kind.TRANSCRIPT, offset_end=start
-            )
-            .exclude(pk__in=seen)
-            .order_by("-pk")
-            .values_list("pk", "text", "offset_start")
-            .first()
+    ends: dict[int, tuple[int, int]] = {}  # offset_end → (pk, offset_start), the newest per end
+    for pk, start, end in (
+        LearningSignal.objects.filter(
+            session=signal.session_id,
+            kind=LearningSignal.Kind.TRANSCRIPT,
+            offset_end__lte=signal.offset_start,
         )
-        if before is None:
-            break
-        seen.add(before[0])
-        parts.append(before[1])
-        start = before[2]
+        .exclude(pk=signal.pk)
+        .order_by("pk")
+        .values_list("pk", "offset_start", "offset_end")
+    ):
+        ends[end] = (pk, start)
+    chain: list[int] = []
+    start = signal.offset_start
+    while start in ends and len(chain) < MAX_CARRIED_READS and ends[start][0] not in chain:
+        pk, start = ends[start]
+        chain.append(pk)
+    texts = LearningSignal.objects.in_bulk(chain)
     waiting: list[str] = []
-    for text in reversed(parts):
-        waiting = [str(line) for line in learning.still_queued([*waiting, *text.split("\n")])]
+    for pk in reversed(chain):
+        lines = [*waiting, *texts[pk].text.split("\n")]
+        waiting = [str(line) for line in learning.still_queued(lines)]
     return waiting
 
 
@@ -171,13 +169,9 @@ def transcript_entries(signal: LearningSignal) -> list[learning.Entry]:
     # spawned) are the agent's: recorded before this delta (PreToolUse, another transcript),
     # or earlier in it. An entry before the tool call is the person's, handed on.
     written = agent_written(signal.owner, [e.text for e in typed], before=signal.created_at)
-    asked: set[str] = set()
-    for entry in entries:
-        prompt = learning.agent_prompt(entry.tool_input) if entry.kind == "tool_use" else ""
-        if prompt:
-            asked.add(textnorm.content_hash(prompt[:MAX_SIGNAL_CHARS]))
-        elif entry.kind == "user" and textnorm.content_hash(entry.text[:MAX_SIGNAL_CHARS]) in asked:
-            written.add(textnorm.content_hash(entry.text[:MAX_SIGNAL_CHARS]))
+    written |= {
+        textnorm.content_hash(e.text[:MAX_SIGNAL_CHARS]) for e in learning.handed_back(entries)
+    }
     digests = {textnorm.content_hash(e.text[:MAX_SIGNAL_CHARS]) for e in typed}
     # This session's prompts, and another session's prompt copied here (its signal has no
     # uuid; typed anew, it would be a prompt of this session): both are captured already.
@@ -250,5 +244,5 @@ def extract(
             (d, PRODUCER_HEURISTIC) for d in _heuristic(signal, entries)[:limit]
         ], PRODUCER_HEURISTIC
     unread = [entry for run in runs[sent:] for entry in run.entries]
-    rest = _heuristic_entries(unread)[: max(limit - len(drafts), 0)]
+    rest = list(learning.entry_drafts(unread))[: max(limit - len(drafts), 0)]
     return drafts + [(d, PRODUCER_HEURISTIC) for d in rest], PRODUCER_LLM

@@ -16,6 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from memory.maths.learning.extract import LessonDraft, extract
+from memory.maths.learning.variants import forget_request
+
 # A user entry whose text holds one of these is Claude Code's, not the person's: a slash command
 # and its output, a `!` shell command and its output, the local-command caveat, a background
 # task's notification, a peer session's message (agent teams), an app's CI monitor event.
@@ -260,6 +263,35 @@ def agent_prompt(tool_input: Any) -> str:
     if not isinstance(value, str) or len(value.strip()) < AGENT_PROMPT_MIN_CHARS:
         return ""
     return value
+
+
+def handed_back(entries: Sequence[Entry]) -> list[Entry]:
+    """The user entries that repeat a prompt a tool call earlier in `entries` wrote (a
+    subagent's task, a spawned session's first prompt): the agent's words handed back, not the
+    person's. An entry before the tool call is the person's, handed on."""
+    asked: set[str] = set()
+    found: list[Entry] = []
+    for entry in entries:
+        prompt = agent_prompt(entry.tool_input) if entry.kind == "tool_use" else ""
+        if prompt:
+            asked.add(prompt.strip())
+        elif entry.kind == "user" and entry.text.strip() in asked:
+            found.append(entry)
+    return found
+
+
+def entry_drafts(entries: Sequence[Entry]) -> list[tuple[LessonDraft, Entry]]:
+    """The heuristic's drafts of a transcript's entries, each with the entry it quotes: from the
+    person's entries only, never from a request to forget a rule (it retires one instead) nor
+    from a prompt the agent wrote (`handed_back`). The server's capture and the import dry run
+    both draft by this rule."""
+    agents = {id(entry) for entry in handed_back(entries)}
+    return [
+        (draft, entry)
+        for entry in entries
+        if entry.kind == "user" and id(entry) not in agents and forget_request(entry.text) is None
+        for draft in extract(entry.text)
+    ]
 
 
 def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:

@@ -6,11 +6,9 @@ Pure Python (no Django).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
-from memory.maths.learning.extract import _STOP_TAGS, LessonDraft, extract
+from memory.maths.learning.extract import _STOP_TAGS
 from memory.maths.learning.text import _WORD
-from memory.maths.learning.transcript import Entry, agent_prompt
 
 # --- updates ----------------------------------------------------------------------------------
 
@@ -401,24 +399,3 @@ def names_rule(topic: str, statement: str) -> bool:
     wanted = plain_words(topic) | values_of(topic)
     have = plain_words(statement) | values_of(statement)
     return bool(wanted) and wanted <= have
-
-
-def entry_drafts(entries: Sequence[Entry]) -> list[tuple[LessonDraft, Entry]]:
-    """The heuristic's drafts of a transcript's entries, each with the entry it quotes: from the
-    person's entries only, never from a request to forget a rule (it retires one, below) nor
-    from a prompt a tool call earlier in the same entries wrote (a subagent's task, a spawned
-    session's first prompt: the agent's words handed back)."""
-    drafts: list[tuple[LessonDraft, Entry]] = []
-    written: set[str] = set()
-    for entry in entries:
-        if entry.kind == "tool_use":
-            prompt = agent_prompt(entry.tool_input)
-            if prompt:
-                written.add(prompt.strip())
-        elif (
-            entry.kind == "user"
-            and entry.text.strip() not in written
-            and forget_request(entry.text) is None
-        ):
-            drafts.extend((draft, entry) for draft in extract(entry.text))
-    return drafts
