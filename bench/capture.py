@@ -168,6 +168,11 @@ def _summary(n: Counter[str]) -> dict[str, object]:
     }
 
 
+def _repo(row: dict) -> str:
+    """A label row's repository as `owner/name` (collections write it `owner__name` too)."""
+    return str(row["repo"]).replace("__", "/", 1)
+
+
 def real_prompts(costs: list[float], show: str) -> dict[str, object] | str:
     """The typed prompts of the real transcripts (`labels.jsonl`), split by repository: the
     dev part is `REAL_DEV_REPOS` (rules may be written from what `--show real-fp|real-fn`
@@ -177,8 +182,8 @@ def real_prompts(costs: list[float], show: str) -> dict[str, object] | str:
     if not labels.exists():
         return "absent"
     rows = [json.loads(line) for line in labels.open()]
-    dev = _tally(costs, show, [r for r in rows if r["repo"] in REAL_DEV_REPOS])
-    held_out = _tally(costs, "", [r for r in rows if r["repo"] not in REAL_DEV_REPOS])
+    dev = _tally(costs, show, [r for r in rows if _repo(r) in REAL_DEV_REPOS])
+    held_out = _tally(costs, "", [r for r in rows if _repo(r) not in REAL_DEV_REPOS])
     out: dict[str, object] = {
         "dev": _summary(dev),
         "held_out": _summary(held_out),

@@ -587,6 +587,32 @@ def test_a_queued_prompt_the_running_turn_took_in_is_the_persons_once() -> None:
     ]
 
 
+def test_a_prompt_queued_behind_background_notices_is_taken_in_before_them() -> None:
+    """Claude Code takes the person's queued prompt in before the background tasks' notices
+    queued earlier (they come back later as entries of their own): one `remove` is the prompt's,
+    and a remove with only notices waiting takes the oldest notice."""
+    notice = "<task-notification><task-id>b1</task-id><status>completed</status></task-notification>"
+    lines = (
+        entry("user", "Let's start on the cart.", "u-1")
+        + queue_op("enqueue", "T1", notice)
+        + queue_op("enqueue", "T2", '{"task_id": "b2", "status": "done"}')
+        + queue_op("enqueue", "T3", RULE)
+        + queue_op("remove", "T4")
+        + entry("user", notice, "u-2")
+        + queue_op("enqueue", "T5", "and add a test for it")
+        + queue_op("enqueue", "T6")  # no content: kept in its place
+        + queue_op("remove", "T7")
+        + queue_op("remove", "T8")
+    ).splitlines()
+    users = [(e.text, e.uuid) for e in L.parse_lines(lines) if e.kind == "user"]
+    assert users == [
+        ("Let's start on the cart.", "u-1"),
+        (RULE, "queue:T3"),
+        ("and add a test for it", "queue:T5"),
+    ]
+    assert [json.loads(line)["timestamp"] for line in L.still_queued(lines)] == ["T1", "T2"]
+
+
 @pytest.mark.parametrize(
     ("typed", "uuid"),
     [

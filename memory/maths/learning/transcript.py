@@ -318,7 +318,7 @@ def still_queued(lines: Iterable[str | bytes]) -> list[str | bytes]:
     for number, line in enumerate(lines, start=1):
         if line and _queue_operation(line):
             queue.read(line, number)
-    return [line for _, line in queue.waiting]
+    return [line for _, line, _ in queue.waiting]
 
 
 def _queue_operation(line: str | bytes) -> bool:
@@ -334,7 +334,7 @@ class _QueuedPrompts:
     one whose text comes back as a user entry later in the same lines is that entry."""
 
     def __init__(self) -> None:
-        self.waiting: list[tuple[Entry | None, str | bytes]] = []
+        self.waiting: list[tuple[Entry | None, str | bytes, bool]] = []
         self.taken: list[Entry] = []
 
     def read(self, line: str | bytes, number: int) -> None:
@@ -346,9 +346,17 @@ class _QueuedPrompts:
             return
         operation = row.get("operation")
         if operation == "enqueue":
-            self.waiting.append((self._entry(row, number), line))
+            content = row.get("content")
+            # A background task's notice (`<task-notification>`, an app's JSON), not a prompt.
+            notice = isinstance(content, str) and content.lstrip().startswith(
+                ("<task-notification", "{")
+            )
+            self.waiting.append((self._entry(row, number), line, notice))
         elif operation in ("remove", "dequeue") and self.waiting:
-            entry, _ = self.waiting.pop(0)
+            # The person's prompts go before a background task's notices (which come back as
+            # entries of their own later): the oldest prompt waiting, else the oldest notice.
+            first = next((i for i, (_, _, notice) in enumerate(self.waiting) if not notice), 0)
+            entry, _, _ = self.waiting.pop(first)
             if operation == "remove" and entry is not None:
                 self.taken.append(entry)
         elif operation == "popAll":
