@@ -399,6 +399,9 @@ TIERS = [
     ("So we're moving forward with the Postgres backend.", ""),
     ("Always derive the colour from the parent segment, theoretically.", "C"),
     ("In that case, never ship the helper in the release artifacts.", "C"),
+    ("If so, always run the migrations before the tests.", "C"),
+    ("If not, we should always log the failure.", "C"),
+    ("If not already installed, always install the tools with pipx.", "A"),
     ("Never ship the helper in the release artifacts.", "A"),
     # the state one would like to reach is a wish, unless it says it lasts
     ("Ideally, we only deploy from the release branch.", "C"),
@@ -411,6 +414,23 @@ TIERS = [
 def test_only_an_unmistakable_standing_rule_is_active_at_once(prompt: str, tier: str) -> None:
     drafts = L.extract(prompt)
     assert (drafts[0].tier if drafts else "") == tier, drafts
+
+
+def test_if_not_after_a_rule_is_one_rule_and_after_anything_else_waits_for_review() -> None:
+    drafts = L.extract(
+        "If a migration already exists, check that it matches the model. If not, always write "
+        "a new migration rather than editing the old one."
+    )
+    assert [(d.statement, d.tier) for d in drafts] == [
+        (
+            "If a migration already exists, check that it matches the model, and if not, always "
+            "write a new migration rather than editing the old one.",
+            "A",
+        )
+    ]
+    # after a question, the condition is the answer's: nothing said alone names it
+    drafts = L.extract("Did the job log the failure? If not, we should always log the failure.")
+    assert [d.tier for d in drafts] == ["C"]
 
 
 def test_a_retraction_keeps_only_what_the_user_ends_up_wanting() -> None:

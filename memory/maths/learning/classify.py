@@ -340,6 +340,18 @@ def classify(prompt: str) -> Classification:
             # "Build the page; I prefer Bootstrap over Foundation because …": the preference
             found.append(Clause(preference, PREFERENCE, index))
             continue
+        if (
+            _ANSWERS_THE_LAST.match(text)
+            and found
+            and found[-1].index == index - 1
+            and len(found[-1].text) + len(text) < MAX_CLAUSE_CHARS
+        ):
+            # "Check that you are on the right branch. If not, always branch off main.": one
+            # rule, its condition in the sentence before
+            said = found.pop()
+            text = said.text.rstrip(" .!") + ", and " + text[:1].lower() + text[1:]
+            found.append(Clause(text, said.kind, said.index, said.tier))
+            continue
         if _REFERS_BACK.search(_masked(text)):
             previous = parts[index - 1] if index else ""
             if previous and not previous.rstrip().endswith("?") and names_practice(previous):
@@ -411,6 +423,8 @@ _SCOPE = re.compile(
 
 # A rule whose object is a pronoun or "this decorator / these names": it needs the sentence
 # before it to say what it is about.
+# A sentence that answers the condition of the one before: "If not, …", "Otherwise, …".
+_ANSWERS_THE_LAST = re.compile(r"^(?:if\s+(?:not|so)|otherwise)\b\s*,?", re.I)
 _REFERS_BACK = re.compile(
     r"\b(?:this|these|those)\s+(?:decorator|convention|practice|rule|prefix|suffix|naming|"
     r"names?|module|tool|approach|habit|guideline|standard|format|style|one|way)\b"

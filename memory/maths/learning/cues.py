@@ -341,7 +341,11 @@ LEANS_ON_CONVERSATION = re.compile(
     r"|\b(?:mentioned|discussed|described|said|suggested|outlined|listed|proposed)\s+"
     r"(?:above|earlier|before|previously)\b"
     # the case the conversation just raised: "in that case, I would only render it in …"
-    r"|\bin\s+(?:that|which)\s+case\b)"
+    r"|\bin\s+(?:that|which)\s+case\b"
+    # the answer to a question asked before: "if so, …", "if not, it should", "if yes, we …"
+    # (at the start, or after a question; `classify` joins it to a rule said just before)
+    r"|(?:^|\?\s*)if\s+(?:so|yes)\b(?!\s+(?:many|much|far|long|often|few|little)\b)"
+    r"|(?:^|\?\s*)if\s+(?:not|no)\s*(?:[,:;]|$))"
     # a choice offered in the conversation: "option 2", "approach B", "version B"
     r"|\b(?i:option|approach|variant|alternative|proposal)\s+(?:[A-Z]|\d)\b(?![\w.])"
     r"|\b(?i:version|plan)\s+[A-Z]\b(?![\w.])",

@@ -409,6 +409,9 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
             correction=clause.kind == CORRECTION,
             said=part,
         )
+        before = clause.text[: max(clause.text.find(part), 0)]
+        if before and cues.LEANS_ON_CONVERSATION.search(before):
+            tier = TIER_INFERRED  # "If not, we should always …": the condition is the chat's
         if tier == TIER_EXPLICIT and discussion and not cues.marked(part):
             tier = TIER_INFERRED  # said in passing inside a discussion: a candidate
         if tier != TIER_INFERRED and document and not cues.RULE_REQUEST.search(part):
