@@ -591,7 +591,9 @@ def test_a_prompt_queued_behind_background_notices_is_taken_in_before_them() -> 
     """Claude Code takes the person's queued prompt in before the background tasks' notices
     queued earlier (they come back later as entries of their own): one `remove` is the prompt's,
     and a remove with only notices waiting takes the oldest notice."""
-    notice = "<task-notification><task-id>b1</task-id><status>completed</status></task-notification>"
+    notice = (
+        "<task-notification><task-id>b1</task-id><status>completed</status></task-notification>"
+    )
     lines = (
         entry("user", "Let's start on the cart.", "u-1")
         + queue_op("enqueue", "T1", notice)
