@@ -470,8 +470,11 @@ def _propose(
                 "retire",
                 {"status": "retired"},
                 "heuristic",
-                f"You stated this rule, but it was followed in {delivered.followed} of "
-                f"{delivered.outcomes} sessions it was delivered in.",
+                # "You stated this rule" would claim too much of a line stored from the
+                # person's words that may never have been meant as one (a product vision).
+                f"Stored from your words as a rule, but it was followed in "
+                f"{delivered.followed} of the {delivered.outcomes} sessions it was delivered in "
+                f"and did not apply in {delivered.irrelevant} of them.",
             )
         return Proposal(
             "retire", {"status": "retired"}, "heuristic", "Rarely surfaced and rarely followed."

@@ -598,7 +598,7 @@ def test_retiring_a_rule_you_stated_needs_stronger_evidence(owner: Any) -> None:
     delivered(owner, yours, ["irrelevant"] * 9)
     (item,) = maintenance.maintain(owner=owner)
     assert item.engram_id == yours.pk and item.payload["change"] == "retire"
-    assert "You stated this rule" in item.reason
+    assert "Stored from your words as a rule" in item.reason
     assert item.payload["evidence"]["stated_by"] == "you"
 
 
