@@ -21,11 +21,11 @@ statement, who stated it, its outcomes and the proposal's reason. `--proposals F
 them as JSON lines for labelling; `--labels FILE` (default bench/labels/maintenance_real.jsonl:
 {"owner", "corpus", "text", "change", "label": "useful" | "not", "why"}) reads the hand labels
 back and prints, for this run's proposals, how many are labelled and the share a careful user
-would accept. The labels cover every proposal of the six real corpora (run with the default
+would accept. The labels cover every proposal of the seven real corpora (run with the default
 folder, with a folder linking every repository folder of /work/data/transcripts2 and
-/work/data/transcripts3, with /work/data/transcripts4, /work/data/transcripts5 and
-/work/data/transcripts6; `--review --daily`, per person and `--per-repository`, in rounds 8
-and 9).
+/work/data/transcripts3, with /work/data/transcripts4, /work/data/transcripts5,
+/work/data/transcripts6 and /work/data/transcripts7; `--review --daily`, per person and
+`--per-repository`, in rounds 8 to 10).
 
     .venv/bin/python bench/maintenance_real.py [--limit-sessions N] [--proposals FILE]
 """
