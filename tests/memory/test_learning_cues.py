@@ -403,6 +403,9 @@ TIERS = [
     ("If not, we should always log the failure.", "C"),
     ("If not already installed, always install the tools with pipx.", "A"),
     ("Never ship the helper in the release artifacts.", "A"),
+    # a command in backticks or quotes right after always/never is the rule's object
+    ("Never `git push --force` to main.", "A"),
+    ("We always 'pnpm install' before running the tests.", "A"),
     # the state one would like to reach is a wish, unless it says it lasts
     ("Ideally, we only deploy from the release branch.", "C"),
     ("We only deploy from the release branch.", "A"),
