@@ -310,13 +310,24 @@ def _shape(words: list[tuple[str, bool, str]], assignments: list[str], cwd: str)
             head.append(args[0][0])
             args = args[1:]
     after_flag = False
+    dropped_flag = False
     for word, quoted, kind in args:
         if word.startswith("-") and not quoted and len(word) > 1:
+            value_of_flag = False
             token, after_flag = _flag(word), "=" not in word
         else:
+            value_of_flag = after_flag
             token, after_flag = _argument(word, quoted, kind, cwd, after_flag), False
-        if token in tail or (tail and tail[-1] == token):
+        if value_of_flag:
+            # A flag's value goes with its flag: `-project <v> -scheme <v>` keeps both values
+            # (a repeated placeholder would leave `-scheme` without one), and a repeated flag
+            # is dropped with its value (`-H <text> -H <text>` is one `-H <text>`).
+            if dropped_flag:
+                continue
+        elif token in tail or (tail and tail[-1] == token):
+            dropped_flag = token.startswith("-")
             continue
+        dropped_flag = False
         tail.append(token)
         if len(tail) >= MAX_ARGS:
             break

@@ -39,6 +39,12 @@ from memory.maths.shell import command_shape, path_placeholder
         ("cat <<'EOF' > notes.txt\nhello && world\nEOF", "cat"),
         ("git commit -m \"$(cat <<'EOF'\nmsg\nEOF\n)\"", "git commit -m <text>"),
         ("sudo apt-get install -y jq", "sudo apt-get install -y <v>"),
+        # every flag keeps its value; a repeated flag is dropped with its value
+        (
+            "xcodebuild -project App.xcodeproj -scheme App -destination 'platform=iOS Simulator'",
+            "xcodebuild -project <v> -scheme <v> -destination <text>",
+        ),
+        ("curl -s -H 'A: b' -H 'C: d' https://example.com/x", "curl -s -H <text> <url>"),
     ],
 )
 def test_a_command_becomes_its_practice_with_placeholders(command: str, text: str) -> None:
