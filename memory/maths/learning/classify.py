@@ -421,10 +421,10 @@ _SCOPE = re.compile(
 )
 
 
-# A rule whose object is a pronoun or "this decorator / these names": it needs the sentence
-# before it to say what it is about.
 # A sentence that answers the condition of the one before: "If not, …", "Otherwise, …".
 _ANSWERS_THE_LAST = re.compile(r"^(?:if\s+(?:not|so)|otherwise)\b\s*,?", re.I)
+# A rule whose object is a pronoun or "this decorator / these names": it needs the sentence
+# before it to say what it is about.
 _REFERS_BACK = re.compile(
     r"\b(?:this|these|those)\s+(?:decorator|convention|practice|rule|prefix|suffix|naming|"
     r"names?|module|tool|approach|habit|guideline|standard|format|style|one|way)\b"
