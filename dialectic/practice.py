@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dialectic import maths, roles
+from memory.maths import shell
 
 COMMAND_RE = re.compile(r"`([^`]+)`")
 OPERATORS = frozenset({"|", "&&", "||", ";"})
@@ -341,24 +342,19 @@ def project_command(statement: str) -> str:
     return ""
 
 
-# Package managers and runners that run a project's local tool (`npx tsc`, `pnpm exec tsc`,
-# `uv run pytest`): the tool is the practice, the runner is how this machine reached it.
-PACKAGE_RUNNERS = frozenset(
-    {"npx", "bunx", "pnpx", "pnpm", "yarn", "bun", "npm", "uv", "uvx", "poetry", "pipenv", "pdm",
-     "hatch", "rye"}
-)  # fmt: skip
-RUNNER_VERBS = frozenset({"exec", "dlx", "x", "run"})
-
-
 def runner_free(command: str) -> str:
-    """A command without the package runner in front (`npx tsc --noEmit` and `pnpm tsc
-    --noEmit` → `tsc --noEmit`); other commands as they are."""
+    """A command without the runner in front that reached the project's tool (`npx tsc
+    --noEmit`, `pnpm tsc --noEmit` → `tsc --noEmit`; `shell.RUNNERS`, `shell.PACKAGE_MANAGERS`);
+    other commands as they are."""
     words = command.split(" ")
-    if len(words) > 1 and words[0] in PACKAGE_RUNNERS:
-        words = words[1:]
-        if len(words) > 1 and words[0] in RUNNER_VERBS:
-            words = words[1:]
-    return " ".join(words)
+    if len(words) > 2 and (
+        (words[0], words[1]) in shell.RUNNERS
+        or (words[0] in shell.PACKAGE_MANAGERS and words[1] in ("run", "x"))
+    ):
+        return " ".join(words[2:])
+    if len(words) > 1 and ((words[0], "") in shell.RUNNERS or words[0] in shell.PACKAGE_MANAGERS):
+        return " ".join(words[1:])
+    return command
 
 
 def same_job(statement: str, other: str) -> bool:

@@ -47,6 +47,9 @@ RUNNERS = frozenset(
         ("bunx", ""),
     }
 )
+# Package managers that also run a project's own program or script by its name (`pnpm tsc`,
+# `yarn lint`, `bun run test`): with RUNNERS, the ways a machine reaches a project's tool.
+PACKAGE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
 # Programs whose arguments are data (text, patterns, files), never a subcommand.
 DATA_PROGRAMS = frozenset(
     {

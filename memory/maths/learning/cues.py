@@ -52,11 +52,11 @@ STANDING_TIME = re.compile(
 # "so", "but"), after "you"/"we" (with a modal), after "make sure (you|to)", or "don't ever".
 ALWAYS_NEVER = re.compile(
     r"(?:^|[,;:]\s*|\b(?:and|so|but|please|then|as\s+always|as\s+usual),?\s+)(?:please\s+)?"
-    r"(?:always|never)\s+[\w`\'\"]"
-    r"|\b(?:you|we)\s+(?:should\s+|must\s+|will\s+|need\s+to\s+|have\s+to\s+)?(?:always|never)\s+[\w`\'\"]"
+    r"(?:always|never)\s+[\w`'\"]"
+    r"|\b(?:you|we)\s+(?:should\s+|must\s+|will\s+|need\s+to\s+|have\s+to\s+)?(?:always|never)\s+[\w`'\"]"
     r"|\b(?:make|be)\s+sure\s+(?:that\s+)?(?:to|you|we)\s+(?:\w+\s+)?(?:always|never)\b"
     r"|\b(?:don'?t|do\s+not)\s+ever\b|(?<!\bas\s)\b(?:always|never)\s*[.!]?\s*$"
-    r"|\b(?:should|must|shall)\s+(?:always|never)\s+[\w`\'\"]",
+    r"|\b(?:should|must|shall)\s+(?:always|never)\s+[\w`'\"]",
     re.I,
 )
 # A convention of this project or team: "in this repo we …", "we always/never/only use …",
