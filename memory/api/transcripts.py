@@ -29,8 +29,18 @@ class TranscriptQuery(InSchema):
 class TranscriptIn(InSchema):
     session_id: str = Field(..., min_length=1, max_length=200)
     cwd: str = Field("", max_length=500, description="The session's working directory.")
+    root: str = Field(
+        "",
+        max_length=4096,
+        description=(
+            "The checkout's main folder (the parent of git's common directory), when the client "
+            "knows it: every worktree and subfolder of one repository is one project."
+        ),
+    )
     scope: str | None = Field(
-        None, max_length=200, description="Engram scope; default `project:<basename of cwd>`."
+        None,
+        max_length=200,
+        description="Engram scope; default `project:<name>` from `root`, else from `cwd`.",
     )
     offset: int = Field(
         ..., ge=0, le=MAX_OFFSET, description="Byte offset of the first line in the file."
@@ -82,7 +92,7 @@ def transcript_state(request: HttpRequest, query: Query[TranscriptQuery]) -> dic
 )
 def transcript_import(request: HttpRequest, payload: TranscriptIn) -> dict[str, Any]:
     token = token_of(request)
-    scope = hook_scope(token, payload.cwd or None, payload.scope)
+    scope = hook_scope(token, payload.cwd or None, payload.scope, root=payload.root or None)
     existing = history.history_offset(owner=token.owner, session_id=payload.session_id.strip())
     if existing is not None and not token.allows_scope(existing.scope):
         raise ScopeForbidden(existing.scope)

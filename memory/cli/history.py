@@ -26,7 +26,9 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from memory.cli.client import Server, ServerError
+from memory.integrations.hookclient import project_root
 from memory.maths import learning
+from memory.maths.projects import project_name
 
 MAX_FILE_BYTES = 100 * 1024 * 1024
 HEAD_BYTES = 256 * 1024
@@ -48,10 +50,14 @@ class Transcript:
     started_at: datetime | None
     ended_at: datetime | None
 
+    root: str = ""  # the checkout's main folder, when the folder is still on this machine
+
     @property
     def project(self) -> str:
-        """The project folder's name (hooks store its lessons in `project:<name>`)."""
-        return os.path.basename(self.cwd.rstrip("/\\")) if self.cwd else ""
+        """The project's name, as hooks name it (`project:<name>`): the checkout's main folder
+        when git knows it (every worktree of a repository is one project), else the worktree
+        layouts `memory.maths.projects` knows, else the folder's name."""
+        return project_name(self.root or self.cwd) if (self.root or self.cwd) else ""
 
 
 @dataclass
@@ -160,7 +166,11 @@ def inspect(path: Path) -> Transcript | Skipped:
     if not session_id:
         return Skipped(path, "not a Claude Code transcript (no entry with a sessionId)")
     if not tail.endswith(b"\n"):
-        return Skipped(path, "ends in the middle of a line: truncated, or still being written")
+        if not _whole_object(tail[tail.rfind(b"\n") + 1 :]):
+            return Skipped(path, "ends in the middle of a line: truncated, or still being written")
+        # A complete last entry without its newline (a copy that dropped it, as transcripts
+        # committed to git often do): read as if the newline were there.
+        size += 1
     ended = None
     for obj in _objects(tail[tail.find(b"\n") + 1 :] if size > len(tail) else tail):
         ended = _time(obj.get("timestamp")) or ended
@@ -168,7 +178,20 @@ def inspect(path: Path) -> Transcript | Skipped:
     # and imports of the same session meet. Other names (copies) use the id inside.
     if _is_uuid(path.stem):
         session_id = path.stem
-    return Transcript(path, session_id[:200], cwd, size, started, ended or started)
+    return Transcript(path, session_id[:200], cwd, size, started, ended or started, root=_root(cwd))
+
+
+_ROOTS: dict[str, str] = {}
+
+
+def _root(cwd: str) -> str:
+    """The checkout's main folder of `cwd` (git's common directory) while that folder exists
+    here, once per folder; "" when it is gone or not in git."""
+    if not cwd or len(cwd) > 4096:
+        return ""
+    if cwd not in _ROOTS:
+        _ROOTS[cwd] = project_root(cwd) if os.path.isdir(cwd) else ""
+    return _ROOTS[cwd]
 
 
 def select(
@@ -267,7 +290,9 @@ def _chunks(path: Path, offset: int) -> Iterator[tuple[int, int, list[str]] | Sk
         size = 0
         for raw in handle:
             if not raw.endswith(b"\n"):
-                break  # an incomplete last line: left for a later run
+                if not _whole_object(raw):
+                    break  # an incomplete last line: left for a later run
+                raw += b"\n"  # a complete last entry without its newline (`inspect`)
             data = raw[:-1]
             text = data.decode("utf-8", "replace")
             cost = _encoded(text)
@@ -292,6 +317,14 @@ def _chunks(path: Path, offset: int) -> Iterator[tuple[int, int, list[str]] | Sk
             position += len(raw)
         if lines:
             yield start, position, lines
+
+
+def _whole_object(line: bytes) -> bool:
+    """Whether `line` is one complete JSON object (a transcript entry), not a cut one."""
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -333,6 +366,7 @@ def import_one(server: Server, transcript: Transcript, advance: Any) -> tuple[st
             body={
                 "session_id": transcript.session_id,
                 "cwd": transcript.cwd,
+                "root": transcript.root,
                 "offset": start,
                 "lines": lines,
                 "started_at": _iso(transcript.started_at),

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from memory.access import ScopeForbidden, require_scope
 from memory.maths import attribution, ranking
+from memory.maths.projects import project_name
 from memory.models import AgentSession, ApiToken, Engram
 from memory.scanner import redact_secrets
 from memory.services import delivery, drafting, learning
@@ -77,41 +78,7 @@ class HookCall:
         return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-# A checkout's worktrees live in a folder named for them (`<repo>/.worktrees/<name>`,
-# `<repo>/.claude/worktrees/<name>`, `<repo>.worktrees/<name>`) or in a tool's folder
-# (Conductor: `conductor/workspaces/<repo>/<name>`, Warp: `~/.warp/worktrees/<repo>/<name>`):
-# the session works on <repo>.
-_WORKTREES = frozenset({".worktrees", "worktrees", ".worktree"})
-_WORKTREE_SUFFIX = re.compile(r"^(?P<repo>.+?)[.-]worktrees$", re.I)
 PROJECT_ROOT_FIELD = "engram_project_root"  # sent by engram-hook: the checkout's main folder
-
-
-def project_name(path: str) -> str:
-    """The project a folder belongs to: its basename, or the repository a worktree folder of a
-    known layout belongs to (see _WORKTREES)."""
-    parts = [p for p in re.split(r"[\\/]+", path.strip()) if p and p != "."]
-    for index, part in enumerate(parts):
-        if index == 0:
-            continue
-        if part.lower() in _WORKTREES and index + 1 < len(parts):
-            before = parts[index - 1]
-            if before.lower() in (".claude", ".git") and index >= 2:
-                return parts[index - 2]
-            if before.startswith(".") and index + 2 < len(parts):
-                # a tool's own folder keeps every repository's worktrees, one folder each
-                # (Warp: `~/.warp/worktrees/<repo>/<branch>`)
-                return parts[index + 1]
-            return before
-        suffixed = _WORKTREE_SUFFIX.match(part)
-        if suffixed and index + 1 < len(parts):
-            return suffixed.group("repo")
-        if (
-            part.lower() == "workspaces"
-            and parts[index - 1].lower() == "conductor"
-            and index + 2 < len(parts)
-        ):
-            return parts[index + 1]
-    return parts[-1] if parts else ""
 
 
 def project_scope(cwd: Any, root: Any = None) -> str:

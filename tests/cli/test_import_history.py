@@ -212,3 +212,67 @@ def test_the_real_transcripts_import_once(server: Server) -> None:
     sizes = sorted(p.stat().st_size for p in folder.glob("*.jsonl"))
     assert sorted(offsets.values()) == sizes
     assert "4 already imported" in run(server, folder)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_worktree_of_a_checkout_is_one_project(server: Server, tmp_path: Path) -> None:
+    """Sessions run in worktrees of one repository (a checkout still on this machine, and
+    Conductor workspaces long deleted) are that repository's project, as live hooks name it."""
+    import subprocess
+
+    def git(*args: str, cwd: Path) -> None:
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+    main = tmp_path / "code" / "shop"
+    main.mkdir(parents=True)
+    git("init", "-q", cwd=main)
+    git(
+        "-c",
+        "user.email=a@b",
+        "-c",
+        "user.name=a",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "x",
+        cwd=main,
+    )
+    git("worktree", "add", "-q", str(tmp_path / "elsewhere" / "fix-17"), cwd=main)
+    sessions = tmp_path / "sessions"
+    transcript(sessions, "a", "s-a", entry("user", RULE, "s-a", cwd=str(main)))
+    fix = str(tmp_path / "elsewhere" / "fix-17")
+    transcript(sessions, "b", "s-b", entry("user", "Never commit .env files.", "s-b", cwd=fix))
+    gone = "/Users/m/conductor/workspaces/shop/davao"  # a workspace Conductor has removed
+    transcript(sessions, "c", "s-c", entry("user", "Never push to main.", "s-c", cwd=gone))
+
+    text = run(server, sessions, dry=True)
+    assert "shop: 3 session(s), 3 lesson(s)" in text and "fix-17" not in text
+    assert "Imported 3 session(s)" in run(server, sessions, project="shop")
+    scopes = dict(AgentSession.objects.values_list("session_id", "scope"))
+    assert scopes == {"s-a": "project:shop", "s-b": "project:shop", "s-c": "project:shop"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_complete_last_entry_without_its_newline_is_imported_once(
+    server: Server, tmp_path: Path
+) -> None:
+    """Transcripts committed to git often lose the final newline: the last entry is whole, so
+    it is read; a rerun adds nothing, and lines written after it later are read from there."""
+    folder = tmp_path / "shop"
+    path = transcript(
+        folder, "a", "s-a", entry("assistant", "On it.", "s-a"), entry("user", RULE, "s-a")
+    )
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    text = run(server, tmp_path)
+    assert "Imported 1 session(s)" in text and ", 0 skipped" in text
+    extract_everything()
+    [lesson] = Engram.objects.all()
+    assert "ruff" in lesson.statement
+    assert "1 already imported" in run(server, tmp_path)
+
+    with path.open("ab") as handle:  # the session went on: its writer adds the newline first
+        handle.write(b"\n" + entry("user", "Never commit .env files.", "s-a").encode())
+    assert "Imported 1 session(s)" in run(server, tmp_path)
+    extract_everything()
+    assert Engram.objects.count() == 2 and LearningSignal.objects.count() == 2

@@ -280,6 +280,15 @@ def test_project_scope_from_cwd() -> None:
         ("/Users/ro/.warp/worktrees/monodreams/feat/level-editor", "project:monodreams"),
         ("/Users/ro/.warp/worktrees/monodreams/issue-36/src", "project:monodreams"),
         ("/home/dev/worktrees", "project:worktrees"),  # a project of that name, not a layout
+        ("/home/dev/shop/worktrees/feature-x", "project:shop"),
+        # a folder of every repository's worktrees, one each (and the checkout inside)
+        ("/home/eli/code/worktrees/shop/brisk-beam/shop", "project:shop"),
+        ("/Users/al/projects/wt/skills/experiment", "project:skills"),
+        ("/Users/al/wt/feature-x", "project:feature-x"),
+        # anything under a repository's git folder belongs to it
+        ("/home/y/src/repiq/.git/wt/feat/npm-provider", "project:repiq"),
+        ("/home/y/src/repiq/.git/worktrees/fix", "project:repiq"),
+        ("C:\\Users\\m\\repos\\nomos\\.claude\\worktrees\\issue-254", "project:nomos"),
         ("/home/dev/my-worktree/src", "project:src"),
     ],
 )
