@@ -190,6 +190,12 @@ NOT_THE_USER = [
         ],
         "u-ide",
     ),
+    entry(  # a desktop app's button: its prompt, one element from start to end
+        "user",
+        "<create-pr-command>\n## Steps\n1. Always stage and commit uncommitted changes.\n"
+        "2. Open a PR with `gh pr create`.\n</create-pr-command>",
+        "u-app-button",
+    ),
 ]
 
 
@@ -261,6 +267,19 @@ def test_reminders_and_hook_output_are_cut_out_of_what_the_person_typed() -> Non
     )
     (user,) = L.parse_line(line, number=7)
     assert (user.kind, user.text, user.uuid, user.line) == ("user", RULE, "u-1", 7)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Always wrap the page in <app-shell>, never in a bare div.",
+        "<my-widget> should never fetch on render.",
+        "<ask-first>Never push to main.</ask-first> And always run the tests.",
+    ],
+)
+def test_a_prompt_with_an_element_in_it_is_still_the_persons(text: str) -> None:
+    (user,) = L.parse_line(entry("user", text, "u-1"))
+    assert (user.kind, user.text) == ("user", text)
 
 
 @pytest.mark.parametrize(

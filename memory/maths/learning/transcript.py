@@ -41,6 +41,10 @@ _WRITTEN_FOR_USER = re.compile(
     r"\[Request interrupted by user|Caveat:)",
     re.I,
 )
+# A whole entry that is one element with a hyphenated tag is an app's, not typed: a button's
+# prompt (`<create-pr-command>…</create-pr-command>` from the desktop app), a wrapped notice.
+# A person types words, not one custom element from start to end.
+_ONE_ELEMENT = re.compile(r"^\s*<([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?:\s[^>]*)?>.*</\1>\s*$", re.S)
 # Blocks inside a user entry that the person did not type: reminders and hook output that Claude
 # Code appends to the prompt, the IDE's note of the open file or selection or the content of a
 # file the person mentioned (`<context ref="file://…">`), instructions an app wrapping Claude
@@ -76,7 +80,7 @@ def user_words(text: str) -> str:
     """What the person typed in a user entry or prompt: "" for text Claude Code wrote in their
     place (a compaction summary, a slash command, hook feedback), else the text without the
     reminders and hook output inserted into it."""
-    if _WRITTEN_FOR_USER.match(text) or _NOT_TYPED.search(text):
+    if _WRITTEN_FOR_USER.match(text) or _NOT_TYPED.search(text) or _ONE_ELEMENT.match(text):
         return ""
     return _INSERTED_BLOCK.sub("", text).strip() if "<" in text else text.strip()
 
