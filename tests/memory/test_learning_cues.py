@@ -661,6 +661,17 @@ def test_a_hard_wrapped_pasted_paragraph_is_read_as_one_sentence() -> None:
     ]
 
 
+def test_a_line_continued_with_a_backslash_goes_on() -> None:
+    """A terminal's line continuation ("\\⏎" types a new line into a Claude Code prompt)."""
+    prompt = "release it: \\\nkeep it simple. Never publish with npm \\\n  here, use bun."
+    assert L.sentences(prompt) == [
+        "release it: keep it simple.",
+        "Never publish with npm here, use bun.",
+    ]
+    [rule] = L.extract(prompt)
+    assert rule.statement == "Never publish with npm here, use bun."
+
+
 @pytest.mark.parametrize(
     ("prompt", "kept"),
     [

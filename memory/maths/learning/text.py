@@ -58,6 +58,7 @@ _SENTENCE_END = re.compile(
     r"\s+(?=\S)|\n+"
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z']*")
+_CONTINUED = re.compile(r"[ \t]*\\\r?\n[ \t]*")
 
 
 def _is_code_line(line: str) -> bool:
@@ -194,6 +195,9 @@ def prose(text: str) -> str:
     if is_machine_text(text):
         return ""
     text = _FENCE.sub("\n", _WRAPPERS.sub("\n", text).translate(_TYPOGRAPHY))
+    # A backslash before a line break is a terminal's line continuation (Claude Code's
+    # "\⏎" for a new line in the prompt): the line goes on.
+    text = _CONTINUED.sub(" ", text)
     if ":" in text:
         text = _INLINE_QUOTE.sub("", text)
     if "\n" not in text:  # one line: nothing pasted under an introduction, nothing wrapped
@@ -206,7 +210,8 @@ def sentences(text: str) -> list[str]:
     """Sentences (and lines) of the prose of `text`, in order, stripped."""
     out = []
     for part in _SENTENCE_END.split(prose(text)):
-        part = part.strip(" \t-*•>")
+        # (a backslash at a line's end is the terminal's line continuation, not a word)
+        part = part.strip(" \t-*•>\\")
         if part:
             out.append(part)
     return out
