@@ -17,15 +17,13 @@ learns from them too; the server ignores what it already has.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import IO
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -113,13 +111,72 @@ def _write_offset(state: str, offset: int) -> None:
 RETRY_MARGIN_S = 0.2  # a retry must leave this much of the timeout for the request itself
 
 
-def _retry_after(error: urllib.error.HTTPError) -> float | None:
+def _retry_after(headers: dict[str, str]) -> float | None:
     """Seconds a 429 asks to wait (Retry-After in seconds), or None when absent or unusable."""
     try:
-        value = float(error.headers.get("Retry-After", ""))
+        value = float(headers.get("retry-after", ""))
     except (TypeError, ValueError):
         return None
     return value if 0 <= value <= 600 else None
+
+
+_PROXY_VARIABLES = (
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+)
+
+
+def http_request(
+    method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float, limit: int
+) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers with lower-case names, at most `limit` bytes of body) of one request.
+
+    A plain http URL goes through http.client alone: urllib's opener builds a TLS context and
+    loads the system's CA store on every call (tens of ms, on every tool call of a session).
+    With a proxy set in the environment, urllib does it (it honours the proxy settings)."""
+    if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+        return _urllib_request(method, url, body, headers, timeout, limit)
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    connection: http.client.HTTPConnection
+    if parts.scheme == "https":
+        import ssl
+
+        context = ssl.create_default_context()
+        connection = http.client.HTTPSConnection(
+            parts.hostname, port, timeout=timeout, context=context
+        )
+    else:
+        connection = http.client.HTTPConnection(parts.hostname, port, timeout=timeout)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:
+        connection.request(method, target, body=body, headers=headers)
+        response = connection.getresponse()
+        data = response.read(limit)
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, data
+    finally:
+        connection.close()
+
+
+def _urllib_request(
+    method: str, url: str, body: bytes | None, headers: dict[str, str], timeout: float, limit: int
+) -> tuple[int, dict[str, str], bytes]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=body, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            data = response.read(limit)
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, data
+    except urllib.error.HTTPError as exc:
+        return exc.code, {k.lower(): v for k, v in (exc.headers or {}).items()}, b""
 
 
 RULES_FIELD = "engram_rules"
@@ -161,6 +218,8 @@ def project_root(cwd: str) -> str:
     """The main folder of the git checkout `cwd` is in: the parent of git's common directory,
     so every worktree and subfolder of one repository names the same project; "" outside git
     (or without git, or when it is slow)."""
+    import subprocess  # here: most hook calls find the root cached and never start git
+
     try:
         done = subprocess.run(
             ["git", "-C", cwd, "rev-parse", "--path-format=absolute", "--git-common-dir"],
@@ -219,10 +278,10 @@ def sync_artifacts(data: object, env: dict[str, str], seconds: float) -> str:
     """At SessionStart, write the owner's delivered rules and skills into the project's
     `.claude/` (user-scope ones into ~/.claude/); "" or a note naming files the user edited.
     ENGRAM_SYNC_ARTIFACTS=0 turns it off."""
-    from memory.integrations.artifact_sync import sync
-
     if not isinstance(data, dict) or data.get("hook_event_name") != "SessionStart":
         return ""
+    from memory.integrations.artifact_sync import sync
+
     project = env.get("CLAUDE_PROJECT_DIR") or data.get("cwd")
     if env.get("ENGRAM_SYNC_ARTIFACTS", "1") == "0" or not isinstance(project, str) or seconds <= 0:
         return ""
@@ -234,8 +293,10 @@ def sync_artifacts(data: object, env: dict[str, str], seconds: float) -> str:
     headers = {"User-Agent": "engram-hook/1"}
     if env.get("ENGRAM_TOKEN", "").strip():
         headers["Authorization"] = f"Bearer {env['ENGRAM_TOKEN'].strip()}"
-    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=seconds) as r:
-        listing = json.loads(r.read(8 * MAX_RESPONSE_BYTES))
+    status, _, body = http_request("GET", url, None, headers, seconds, 8 * MAX_RESPONSE_BYTES)
+    if status != 200:
+        return ""
+    listing = json.loads(body)
     report = sync(listing.get("artifacts"), project)
     if not report.edited:
         return ""
@@ -268,7 +329,7 @@ def forward(payload: bytes, env: dict[str, str]) -> str:
     token = env.get("ENGRAM_TOKEN", "").strip()
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(endpoint(env), data=payload, headers=headers, method="POST")
+    url = endpoint(env)
     timeout = _timeout(env)
     started = time.monotonic()
     body = None
@@ -277,19 +338,19 @@ def forward(payload: bytes, env: dict[str, str]) -> str:
         if left <= 0:
             return ""
         try:
-            with urllib.request.urlopen(request, timeout=left) as response:
-                if response.status != 200:
-                    return ""
-                body = response.read(MAX_RESPONSE_BYTES + 1)
-            break
-        except urllib.error.HTTPError as exc:
-            # Refused by the rate limit: wait as told, once, if that still fits the timeout.
-            wait = _retry_after(exc) if exc.code == 429 and attempt == 0 else None
-            if wait is None or time.monotonic() - started + wait >= timeout - RETRY_MARGIN_S:
-                return ""
-            time.sleep(wait)
-        except (OSError, ValueError):  # URLError, timeouts, bad URLs
+            status, answered, received = http_request(
+                "POST", url, payload, headers, left, MAX_RESPONSE_BYTES + 1
+            )
+        except (OSError, ValueError, http.client.HTTPException):  # refused, timeouts, bad URLs
             return ""
+        if status == 200:
+            body = received
+            break
+        # Refused by the rate limit: wait as told, once, if that still fits the timeout.
+        wait = _retry_after(answered) if status == 429 and attempt == 0 else None
+        if wait is None or time.monotonic() - started + wait >= timeout - RETRY_MARGIN_S:
+            return ""
+        time.sleep(wait)
     if body is None:
         return ""
     if pending is not None:

@@ -572,9 +572,28 @@ def test_post_tool_use_repeats_a_reminder_whose_trigger_the_call_matched(api: Cl
     assert hook(api, quiet).json() == {}
 
 
-def test_the_command_client_waits_once_for_retry_after_within_its_timeout() -> None:
+@pytest.mark.parametrize("route", ["direct", "proxy settings"])
+def test_the_command_client_waits_once_for_retry_after_within_its_timeout(
+    route: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plain http goes through http.client and never builds a TLS context (urllib's opener
+    loads the CA store on each call); with proxy settings, urllib does it, honouring them."""
     import http.server
+    import ssl
     import threading
+
+    if route == "direct":
+
+        def no_tls(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("a TLS context for a plain http request")
+
+        monkeypatch.setattr(ssl, "create_default_context", no_tls)
+        monkeypatch.setattr(ssl, "_create_default_https_context", no_tls)
+        for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
+            monkeypatch.delenv(name, raising=False)
+    else:  # a proxy that is set but bypassed for this host: urllib reads both
+        monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
 
     answers = [(429, {"Retry-After": "0"}), (200, {})]
     seen: list[str] = []
