@@ -257,6 +257,18 @@ def _untouched(
     return bool(terms)
 
 
+def path_words(path: str) -> frozenset[str]:
+    """The words of a working folder's path (`/Users/dev/code/Apollo` → users, dev, code,
+    apollo): every absolute path a session's tools touch holds them, whatever the work was, so
+    they show nothing about a rule's topic (a rule naming the project's own name would
+    otherwise "apply" in every session of the project)."""
+    return frozenset(
+        word.strip(".:/-").lower()
+        for word in TOKEN.findall(path.replace("\\", "/").replace("/", " "))
+        if len(word.strip(".:/-")) > 1
+    )
+
+
 def attribute(
     *,
     statement: str,
@@ -265,6 +277,7 @@ def attribute(
     inputs: Iterable[str],
     trigger_context: str = "",
     context: Iterable[str] = (),
+    ambient: AbstractSet[str] = frozenset(),
 ) -> Attribution:
     """Heuristic outcome for one injected engram from the session's tool inputs.
 
@@ -272,7 +285,8 @@ def attribute(
     reminder warned about is exactly the input that counts against it. An engram that was
     neither followed nor contradicted is "irrelevant" when nothing in the session — no one tool
     input, prompt or other `context` — holds two of its salient terms or trigger words (DESIGN:
-    the session never touched its topic), and "ignored" otherwise.
+    the session never touched its topic), and "ignored" otherwise. Terms in `ambient` (the
+    words of the session's working folder, `path_words`) count for neither.
     """
     inputs = [text for text in inputs if text]
     verdict = _attribute(
@@ -281,11 +295,13 @@ def attribute(
         anti_pattern=anti_pattern,
         inputs=inputs,
         trigger_context=trigger_context,
+        ambient=ambient,
     )
     if verdict.result == "ignored":
         texts = inputs + [text for text in context if text]
         trigger = salient_terms("", "", trigger_context)
-        if _untouched(salient_terms(statement, anti_pattern), texts, trigger):
+        salient = salient_terms(statement, anti_pattern) - ambient
+        if _untouched(salient, texts, trigger):
             return Attribution(
                 "irrelevant", "nothing in the session (prompts, tool inputs) touched its terms"
             )
@@ -299,6 +315,7 @@ def _attribute(
     anti_pattern: str,
     inputs: Sequence[str],
     trigger_context: str,
+    ambient: AbstractSet[str] = frozenset(),
 ) -> Attribution:
     if polarity == "dont" and trigger_context.strip():
         for text in inputs:
@@ -308,13 +325,13 @@ def _attribute(
                 return Attribution("contradicted", f"its trigger fired on: {text[:200]}")
         return Attribution("ignored", "its trigger fired on no tool input")
     if polarity == "dont" or anti_pattern:
-        terms = key_terms(anti_pattern or statement)
+        terms = [t for t in key_terms(anti_pattern or statement) if t not in ambient]
         for text in inputs:
             if matches(terms, text):
                 return Attribution("contradicted", f"tool input matched {terms}: {text[:200]}")
         if polarity == "dont":
             return Attribution("ignored", "no tool input touched what it warns about")
-    terms = key_terms(statement)
+    terms = [t for t in key_terms(statement) if t not in ambient]
     for text in inputs:
         if matches(terms, text):
             return Attribution("followed", f"tool input matched {terms}: {text[:200]}")

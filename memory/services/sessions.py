@@ -264,6 +264,8 @@ def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
         )
         | {p for p in session.prompts or [] if isinstance(p, str)}
     )
+    # Every absolute path the session's tools touched holds its working folder's words.
+    ambient = attribution.path_words(session.cwd or "")
     # The LLM judge (one call, outside the transaction); {} means the heuristic decides.
     judged = session_judge(
         session=session, engrams=[i.engram for i in _unjudged_injections(session)]
@@ -282,6 +284,7 @@ def outcomes_attribute(*, session_pk: int, now: datetime | None = None) -> int:
                 inputs=inputs,
                 trigger_context=engram.trigger_context,
                 context=prompts,
+                ambient=ambient,
             )
             outcome_record(
                 owner=session.owner,

@@ -327,6 +327,37 @@ def test_an_engram_the_session_never_touched_is_irrelevant_not_ignored() -> None
     assert trigger.result == "ignored"
 
 
+def test_the_words_of_the_working_folder_are_no_evidence_of_a_topic() -> None:
+    """A rule that names the project (its folder) is not touched by every absolute path the
+    session's tools use, and a path is not following it."""
+    from memory.maths import attribution
+
+    rule = "Use the brand font for the word 'Apollo' whenever it appears in main headings."
+    folder = "/Users/dev/code/Apollo"
+    ambient = attribution.path_words(folder)
+    assert {"users", "dev", "code", "apollo"} <= ambient
+    backend = [f"{folder}/src/main.ts", f"{folder}/supabase/032_rls.sql"]
+    prompts = ["fix the RLS policies"]
+    assert (
+        attribution.attribute(statement=rule, polarity="do", inputs=backend, context=prompts).result
+        == "ignored"  # the folder's name and "main": two salient terms, without `ambient`
+    )
+    verdict = attribution.attribute(
+        statement=rule, polarity="do", inputs=backend, context=prompts, ambient=ambient
+    )
+    assert verdict.result == "irrelevant"
+    # Work on headings and the brand font still touches it.
+    ui = [f"{folder}/app/page.tsx: <h1 className='font-brand'>Apollo</h1>"]
+    touched = attribution.attribute(
+        statement=rule,
+        polarity="do",
+        inputs=ui,
+        context=["make the main headings bigger"],
+        ambient=ambient,
+    )
+    assert touched.result == "ignored"
+
+
 def test_close_embeddings_of_two_naming_slots_are_not_an_update() -> None:
     new, old = "End all function names with '_d'.", "End all function argument names with '_e'."
     assert not L.is_update(new, old, cosine=0.9, new_polarity="do", old_polarity="do")
