@@ -21,6 +21,8 @@ and tool calls that got any, and at the end the project's engrams by status and 
 
 Point HOME at the home the server reads transcripts under (its ENGRAM_TRANSCRIPT_DIRS default
 is `~/.claude/projects`). The sessions are taken in file-time order of their first entry.
+`--compare OTHER_HOOK` instead times PreToolUse through `--hook` and another hook command (an
+older install) in turns and stops.
 """
 
 from __future__ import annotations
@@ -168,6 +170,30 @@ def _p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def compare(hooks: list[str], cwd: str, calls: int) -> None:
+    """Wall time of a PreToolUse through each hook command, taking turns (load falls on all)."""
+    times: dict[str, list[float]] = {hook: [] for hook in hooks}
+    for index in range(calls):
+        payload = {
+            "hook_event_name": "PreToolUse",
+            "session_id": f"bench-latency-{index}",
+            "cwd": cwd,
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls"},
+            "tool_use_id": f"toolu_{index}",
+        }
+        for hook in hooks:
+            started = time.monotonic()
+            subprocess.run(
+                [hook], input=json.dumps(payload).encode(), capture_output=True, check=False
+            )
+            times[hook].append((time.monotonic() - started) * 1000)
+    print(f"| hook command ({calls} PreToolUse calls each, in turn) | p50 ms | p95 ms |")
+    print("|---|---:|---:|")
+    for hook, values in times.items():
+        print(f"| {hook} | {_p(values, 0.5):.0f} | {_p(values, 0.95):.0f} |")
+
+
 def engrams(url: str, token: str, scope: str) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     cursor = ""
@@ -193,10 +219,22 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=0, help="at most this many (0: all)")
     parser.add_argument("--timeout", type=float, default=15.0)
     parser.add_argument("--settle", type=float, default=60.0, help="seconds to let capture end")
+    parser.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="HOOK",
+        help="time PreToolUse through --hook and this other hook command (e.g. an older "
+        "install), taking turns, then stop",
+    )
+    parser.add_argument("--calls", type=int, default=60, help="PreToolUse calls for --compare")
     args = parser.parse_args()
     url, token = os.environ.get("ENGRAM_URL", ""), os.environ.get("ENGRAM_TOKEN", "")
     if not (url and token):
         parser.error("set ENGRAM_URL and ENGRAM_TOKEN (what `engram run` printed)")
+    if args.compare:
+        compare([args.hook, *args.compare], args.cwd, args.calls)
+        return
     files = sorted(args.folder.glob("*.jsonl"), key=_first_time)
     files = files[: args.sessions] if args.sessions else files
     replay = Replay(args.hook, args.cwd, Path.home(), args.timeout)
