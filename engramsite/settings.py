@@ -258,6 +258,8 @@ if not CELERY_BROKER_URL:
     # Embedded mode: kombu's filesystem transport, shared by web, worker and beat through
     # the data directory. No server to install, and tasks still run in a real worker.
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's, with each message written whole before it is in the queue (engramsite/broker.py)
+    CELERY_BROKER_TRANSPORT = "engramsite.broker:Transport"
     for sub in ("queue", "processed", "results", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -115,3 +115,48 @@ def test_the_embedded_transport_runs_a_task_without_redis(tmp_path: Path) -> Non
     finally:
         out = stop(proc)
     assert "redis" not in out.lower().split("transport:", 1)[-1].split("\n", 1)[0]
+
+
+def test_the_embedded_worker_survives_a_message_it_cannot_read(tmp_path: Path) -> None:
+    """kombu's filesystem transport creates a message's file before writing it, and a polling
+    worker could read it empty and die. Messages now appear whole (written under a partial name,
+    renamed); a file the worker still cannot decode is skipped, and the worker runs on."""
+    from engramsite.broker import PARTIAL_SUFFIX
+
+    data = tmp_path / "data"
+    queue = data / "broker" / "queue"
+    env = {
+        "REDIS_URL": "",
+        "CELERY_BROKER_URL": "",
+        "CELERY_RESULT_BACKEND": "",
+        "ENGRAM_DATA_DIR": str(data),
+        "DATABASE_URL": f"sqlite:///{data}/engram.sqlite3",
+    }
+    queue.mkdir(parents=True)
+    (queue / "1_unreadable.celery.msg").write_bytes(b"")  # what the old race left to read
+    half = queue / f"2_half.celery.msg{PARTIAL_SUFFIX}"  # a message still being written
+    half.write_bytes(b'{"body": "eyJ')
+    proc = start_worker(env)
+    try:
+        for _ in range(100):  # the worker's settings make the broker's folders
+            if (data / "broker" / "results").is_dir():
+                break
+            time.sleep(0.1)
+        app = Celery(
+            broker="filesystem://",
+            backend="file://" + str(data / "broker" / "results"),
+            broker_transport="engramsite.broker:Transport",
+            broker_transport_options={
+                "data_folder_in": str(queue),
+                "data_folder_out": str(queue),
+                "processed_folder": str(data / "broker" / "processed"),
+                "store_processed": False,
+            },
+        )
+        assert roundtrip(app, proc, "after-a-bad-one") == "after-a-bad-one"
+        assert proc.poll() is None  # still running
+        assert half.exists()  # never taken for a message
+        assert not [p for p in queue.iterdir() if p.name.endswith(".msg")]
+    finally:
+        out = stop(proc)
+    assert "skipped an unreadable message" in out
