@@ -31,21 +31,21 @@ MAX_UNREADABLE = 100  # unreadable messages skipped in one look at the queue, at
 
 
 class Channel(filesystem.Channel):
-    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
-        """Put `payload` onto `queue`: written under a partial name, renamed when whole."""
+    def _put(self, queue: Any, message: Any, **kwargs: Any) -> None:
+        """Put `message` onto `queue`: written under a partial name, renamed when whole."""
         name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
         partial = final + PARTIAL_SUFFIX
         try:
             with open(partial, "wb") as handle:
-                handle.write(str_to_bytes(dumps(payload)))
+                handle.write(str_to_bytes(dumps(message)))
             os.replace(partial, final)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(partial)
             raise ChannelError(f"Cannot add file {final!r} to directory") from exc
 
-    def _get(self, queue: str) -> Any:
+    def _get(self, queue: Any, timeout: Any = None) -> Any:
         """The next message of `queue`; one that cannot be decoded is logged and skipped."""
         for _ in range(MAX_UNREADABLE):
             try:
