@@ -31,14 +31,14 @@ MAX_UNREADABLE = 100  # unreadable messages skipped in one look at the queue, at
 
 
 class Channel(filesystem.Channel):
-    def _put(self, queue: Any, message: Any, **kwargs: Any) -> None:
-        """Put `message` onto `queue`: written under a partial name, renamed when whole."""
+    def _put(self, queue: Any, payload: Any, /, **kwargs: Any) -> None:
+        """Put `payload` onto `queue`: written under a partial name, renamed when whole."""
         name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
         partial = final + PARTIAL_SUFFIX
         try:
             with open(partial, "wb") as handle:
-                handle.write(str_to_bytes(dumps(message)))
+                handle.write(str_to_bytes(dumps(payload)))
             os.replace(partial, final)
         except OSError as exc:
             with contextlib.suppress(OSError):
