@@ -31,7 +31,8 @@ MAX_UNREADABLE = 100  # unreadable messages skipped in one look at the queue, at
 
 
 class Channel(filesystem.Channel):
-    def _put(self, queue: Any, payload: Any, /, **kwargs: Any) -> None:
+    # kombu's stubs name the second parameter `message`, its filesystem transport `payload`.
+    def _put(self, queue: Any, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
         """Put `payload` onto `queue`: written under a partial name, renamed when whole."""
         name = f"{round(monotonic() * 1000)}_{uuid.uuid4()}.{queue}.msg"
         final = os.path.join(self.data_folder_out, name)
