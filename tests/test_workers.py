@@ -85,33 +85,41 @@ def test_a_worker_on_redis_runs_a_task(redis_url: str, tmp_path: Path) -> None:
         stop(proc)
 
 
-def test_the_embedded_transport_runs_a_task_without_redis(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    env = {
+def embedded_env(data: Path) -> dict[str, str]:
+    return {
         "REDIS_URL": "",
         "CELERY_BROKER_URL": "",
         "CELERY_RESULT_BACKEND": "",
         "ENGRAM_DATA_DIR": str(data),
         "DATABASE_URL": f"sqlite:///{data}/engram.sqlite3",
     }
-    proc = start_worker(env)
+
+
+def embedded_app(data: Path) -> Celery:
+    """A client of the embedded transport of the data folder `data`, once the worker made it."""
+    broker = data / "broker"
+    for _ in range(100):
+        if (broker / "queue").is_dir() and (broker / "results").is_dir():
+            break
+        time.sleep(0.1)
+    return Celery(
+        broker="filesystem://",
+        backend="file://" + str(broker / "results"),
+        broker_transport="engramsite.broker:Transport",
+        broker_transport_options={
+            "data_folder_in": str(broker / "queue"),
+            "data_folder_out": str(broker / "queue"),
+            "processed_folder": str(broker / "processed"),
+            "store_processed": False,
+        },
+    )
+
+
+def test_the_embedded_transport_runs_a_task_without_redis(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    proc = start_worker(embedded_env(data))
     try:
-        queue = data / "broker" / "queue"
-        for _ in range(100):
-            if queue.is_dir():
-                break
-            time.sleep(0.1)
-        app = Celery(
-            broker="filesystem://",
-            backend="file://" + str(data / "broker" / "results"),
-            broker_transport_options={
-                "data_folder_in": str(queue),
-                "data_folder_out": str(queue),
-                "processed_folder": str(data / "broker" / "processed"),
-                "store_processed": False,
-            },
-        )
-        assert roundtrip(app, proc, "embedded") == "embedded"
+        assert roundtrip(embedded_app(data), proc, "embedded") == "embedded"
     finally:
         out = stop(proc)
     assert "redis" not in out.lower().split("transport:", 1)[-1].split("\n", 1)[0]
@@ -125,34 +133,13 @@ def test_the_embedded_worker_survives_a_message_it_cannot_read(tmp_path: Path) -
 
     data = tmp_path / "data"
     queue = data / "broker" / "queue"
-    env = {
-        "REDIS_URL": "",
-        "CELERY_BROKER_URL": "",
-        "CELERY_RESULT_BACKEND": "",
-        "ENGRAM_DATA_DIR": str(data),
-        "DATABASE_URL": f"sqlite:///{data}/engram.sqlite3",
-    }
     queue.mkdir(parents=True)
     (queue / "1_unreadable.celery.msg").write_bytes(b"")  # what the old race left to read
     half = queue / f"2_half.celery.msg{PARTIAL_SUFFIX}"  # a message still being written
     half.write_bytes(b'{"body": "eyJ')
-    proc = start_worker(env)
+    proc = start_worker(embedded_env(data))
     try:
-        for _ in range(100):  # the worker's settings make the broker's folders
-            if (data / "broker" / "results").is_dir():
-                break
-            time.sleep(0.1)
-        app = Celery(
-            broker="filesystem://",
-            backend="file://" + str(data / "broker" / "results"),
-            broker_transport="engramsite.broker:Transport",
-            broker_transport_options={
-                "data_folder_in": str(queue),
-                "data_folder_out": str(queue),
-                "processed_folder": str(data / "broker" / "processed"),
-                "store_processed": False,
-            },
-        )
+        app = embedded_app(data)
         assert roundtrip(app, proc, "after-a-bad-one") == "after-a-bad-one"
         assert proc.poll() is None  # still running
         assert half.exists()  # never taken for a message
