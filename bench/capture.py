@@ -293,7 +293,11 @@ def replays(limit: int) -> dict[str, object]:
         labels = TRANSCRIPTS / "labels.jsonl"
         for line in labels.open() if labels.exists() else []:
             row = json.loads(line)
-            typed.setdefault(row["file"], []).append(row["text"])
+            # `file` is "<repo folder>/<session>.jsonl", or "<session>.jsonl" beside `repo`
+            file = str(row["file"])
+            if "/" not in file and row.get("repo"):
+                file = f"{row['repo']}/{file}"
+            typed.setdefault(file, []).append(row["text"])
         drafts = foreign = 0
         for file in files:
             humans = typed.get(f"{file.parent.name}/{file.name}") if typed else None

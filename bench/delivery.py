@@ -147,7 +147,12 @@ def transcript_sessions() -> list[tuple[str, str, list[dict[str, Any]]]]:
         return []
     by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in read_jsonl(labels):
-        by_file[row["file"]].append(row)
+        # `file` is "<repo folder>/<session>.jsonl" or, in newer labels, "<session>.jsonl"
+        # beside a `repo` field
+        file = str(row["file"])
+        if "/" not in file and row.get("repo"):
+            file = f"{row['repo']}/{file}"
+        by_file[file].append(row)
     out = []
     for file, rows in sorted(by_file.items()):
         project = file.split("/", 1)[0]
