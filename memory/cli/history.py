@@ -165,12 +165,13 @@ def inspect(path: Path) -> Transcript | Skipped:
             break
     if not session_id:
         return Skipped(path, "not a Claude Code transcript (no entry with a sessionId)")
+    # A complete last entry without its newline (a copy that dropped it, as transcripts
+    # committed to git often do) is read as if the newline were there: one byte more.
+    missing = 0
     if not tail.endswith(b"\n"):
         if not _whole_object(tail[tail.rfind(b"\n") + 1 :]):
             return Skipped(path, "ends in the middle of a line: truncated, or still being written")
-        # A complete last entry without its newline (a copy that dropped it, as transcripts
-        # committed to git often do): read as if the newline were there.
-        size += 1
+        missing = 1
     ended = None
     for obj in _objects(tail[tail.find(b"\n") + 1 :] if size > len(tail) else tail):
         ended = _time(obj.get("timestamp")) or ended
@@ -178,7 +179,9 @@ def inspect(path: Path) -> Transcript | Skipped:
     # and imports of the same session meet. Other names (copies) use the id inside.
     if _is_uuid(path.stem):
         session_id = path.stem
-    return Transcript(path, session_id[:200], cwd, size, started, ended or started, root=_root(cwd))
+    return Transcript(
+        path, session_id[:200], cwd, size + missing, started, ended or started, root=_root(cwd)
+    )
 
 
 _ROOTS: dict[str, str] = {}

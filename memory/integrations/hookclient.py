@@ -143,17 +143,10 @@ def http_request(
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"not an http(s) URL: {url!r}")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    connection: http.client.HTTPConnection
-    if parts.scheme == "https":
-        import ssl
-
-        context = ssl.create_default_context()
-        connection = http.client.HTTPSConnection(
-            parts.hostname, port, timeout=timeout, context=context
-        )
-    else:
-        connection = http.client.HTTPConnection(parts.hostname, port, timeout=timeout)
+    https = parts.scheme == "https"
+    kind = http.client.HTTPSConnection if https else http.client.HTTPConnection
+    # the port always given: a bare IPv6 host ("::1") would otherwise be read as host:port
+    connection = kind(parts.hostname, parts.port or (443 if https else 80), timeout=timeout)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
         connection.request(method, target, body=body, headers=headers)

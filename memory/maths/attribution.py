@@ -264,7 +264,7 @@ def path_words(path: str) -> frozenset[str]:
     otherwise "apply" in every session of the project)."""
     return frozenset(
         word.strip(".:/-").lower()
-        for word in TOKEN.findall(path.replace("\\", "/").replace("/", " "))
+        for word in TOKEN.findall(re.sub(r"[\\/]+", " ", path))
         if len(word.strip(".:/-")) > 1
     )
 

@@ -632,3 +632,15 @@ def test_the_command_client_waits_once_for_retry_after_within_its_timeout(
         assert len(seen) == 1  # a wait past the timeout is not taken
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize(
+    "url", ["https://127.0.0.1:9", "http://[::1]:9", "ftp://127.0.0.1", "http://", "not a url"]
+)
+def test_the_command_client_answers_nothing_when_it_cannot_reach_the_server(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    payload = b'{"hook_event_name": "UserPromptSubmit", "prompt": "hi"}'
+    assert hookclient.forward(payload, {"ENGRAM_URL": url, "ENGRAM_HOOK_TIMEOUT": "2"}) == ""
