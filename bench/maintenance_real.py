@@ -417,6 +417,7 @@ def main() -> int:
         bootstrap(args.database_url, served)
         from django.utils import timezone
 
+        from memory.models import ReviewItem
         from memory.services import maintenance
 
         written: list[dict[str, Any]] = []
@@ -444,6 +445,15 @@ def main() -> int:
             later = timezone.now() + timedelta(days=31)
             maintenance.archive_stale(owner=owner, now=later)
             made += maintenance.maintain(owner=owner, now=later)
+            # A proposal a newer one replaced before anyone decided it is not in the queue.
+            withdrawn = set(
+                ReviewItem.objects.filter(
+                    pk__in=[item.pk for item in made], decision=maintenance.WITHDRAWN
+                ).values_list("pk", flat=True)
+            )
+            made = [item for item in made if item.pk not in withdrawn]
+            if withdrawn:
+                replayed["withdrawn"] = len(withdrawn)
             found = proposals(owner, made)
             written.extend(found)
             print(f"\n== {name}: {json.dumps(replayed)}")

@@ -30,6 +30,11 @@ not followed, it is proposed for a rewrite or emphasis instead). A learned rule 
 many sessions, never followed and irrelevant in most, is proposed for retirement
 (`_never_applies`); a stated one is left alone.
 
+A rule that rules out an action ("do not commit anything", "let me commit") which the person
+then asked the agent for in two or more later sessions it was delivered in ("commit and push")
+is never emphasised: it gets one proposal, retire, with those prompts as its evidence
+(`memory.services.reversals`).
+
 Idempotent: an engram with an open proposal gets no other; a rejected proposal is not made again
 for 30 days unless the engram's outcome count moved by 5 or more. The same job de-escalates an
 escalated engram after 3 seven-day windows at or above its pre-escalation effectiveness, and
@@ -40,9 +45,8 @@ Applying a proposal is one review decision (dashboard, REST or MCP); see `propos
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -54,30 +58,20 @@ from django.utils import timezone
 from memory import selectors
 from memory.errors import Conflict
 from memory.maths import effectiveness, learning, textnorm
-from memory.maths.attribution import key_terms
-from memory.models import AgentSession, Engram, Event, Injection, Outcome, ReviewItem
-from memory.services import llm
+from memory.models import Engram, Event, Outcome, ReviewItem
+from memory.services import llm, reversals
 from memory.services.drafting import agent_prompts_prune
 from memory.services.engrams import engram_retire, engram_update
 from memory.services.events import event_record
+from memory.services.maintenance_keywords import KEYWORD_BUCKETS, keywords, merged
 from memory.services.review_queue import archive_stale
 
 REJECTED_MEMORY_DAYS = 30
 RECOUNT_OUTCOMES = 5
-MAX_NEW_TAGS = 5
-MAX_PROMPTS = 40  # prompts read for the keyword fallbacks
 LLM_CHANGES = {"rewrite", "broaden", "refine_keywords"}
 # Escalating needs this many outcomes, each from a session the engram was delivered in (an
 # Outcome row belongs to one Injection); counters merged or imported from elsewhere do not count.
 ESCALATE_MIN_DELIVERED = 5
-# Deliveries chosen by the prompt's words. Narrowing an engram's keywords changes only these: the
-# brief carries the project's rules by scope, and a reminder by its trigger.
-KEYWORD_BUCKETS = (
-    Injection.Bucket.CONSTRAINT,
-    Injection.Bucket.DIRECTIVE,
-    Injection.Bucket.CONSIDER,
-    Injection.Bucket.SPREAD,
-)
 EVIDENCE_QUOTES = 3
 # A rule the user stated is retired only on three times the evidence an inferred one needs
 # (Noise: ≥ 5 outcomes at effectiveness < 0.5), and only when it is almost never followed.
@@ -85,6 +79,8 @@ USER_RETIRE_MIN_OUTCOMES = 15
 USER_RETIRE_MAX_EFFECTIVENESS = 0.1
 USER_SOURCES = selectors.USER_SOURCES
 NOT_A_LESSON = "not_a_lesson"
+ASKED_AGAINST = "asked_against"  # the person later asked for what it rules out
+WITHDRAWN = "withdrawn"  # an open proposal a newer one replaced
 # lesson_check's verdict when it finds no rule marker (tests pin both readings of it).
 NO_MARKER_REASON = "a one-off request or remark, not a standing rule"
 # A statement that says when it applies ("after changing settings") is a standing practice.
@@ -100,19 +96,6 @@ REWRITE_SCHEMA = {
         "reason": {"type": "string", "maxLength": 300},
     },
     "required": ["statement"],
-}
-KEYWORDS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "keywords": {
-            "type": "array",
-            "items": {"type": "string", "minLength": 2, "maxLength": 40},
-            "minItems": 1,
-            "maxItems": MAX_NEW_TAGS,
-        },
-        "reason": {"type": "string", "maxLength": 300},
-    },
-    "required": ["keywords"],
 }
 
 
@@ -150,11 +133,10 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
     engrams = Engram.objects.for_owner(owner).filter(
         pk__in=list(groups.by_pk), status=Engram.Status.ACTIVE
     )
-    busy = set(
-        ReviewItem.objects.filter(owner=owner, kind=K.MAINTENANCE, state__in=OPEN).values_list(
-            "engram_id", flat=True
-        )
-    )
+    busy = {
+        item.engram_id: item
+        for item in ReviewItem.objects.filter(owner=owner, kind=K.MAINTENANCE, state__in=OPEN)
+    }
     rejected = _recently_rejected(owner, now)
     made: list[ReviewItem] = []
     for engram in engrams.defer("embedding"):
@@ -162,8 +144,13 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
         action: str | None = effectiveness.maintenance_action(
             c, updated_days_ago=(now - engram.updated_at).total_seconds() / 86400
         )
-        if engram.pk in busy:
-            continue
+        # The person's later prompts ask for what it rules out: never emphasise it, ask to retire
+        # (an open proposal to emphasise it is withdrawn: its evidence is older than their words).
+        asked = reversals.asked_against(engram)
+        waiting = busy.get(engram.pk)
+        if waiting is not None:
+            if not asked or waiting.payload.get("change") == "retire":
+                continue
         if action is None and _rule_inside(engram):
             # Stored before capture kept the rule itself: "create a rule that …" as it stands
             # asks the agent to write the rule again.
@@ -184,6 +171,7 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
             # On the escalation ladder: judged by its windows since escalating (de-escalation
             # below, or the next rung when it stays below), not by the history before.
             action = "next_rung" if _still_below(engram, now) else None
+        action = ASKED_AGAINST if asked else action
         if action is None:
             continue
         at_rejection = rejected.get(engram.pk)
@@ -199,13 +187,27 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
                 f"Not a lesson: retire. {reason[:1].upper()}{reason[1:]}.",
             )
             action = NOT_A_LESSON
+        elif asked:
+            delivered = replace(delivered, quotes=asked)
+            summary = reversals.asked_against_summary(asked)
+            proposal = Proposal("retire", {"status": "retired"}, "heuristic", summary)
         else:
             proposal = _propose(owner, engram, action, c, delivered)
         if proposal is None:
             continue
-        made.append(_open(owner, engram, action, proposal, c, groups.median, now, delivered))
+        with transaction.atomic():  # the replaced proposal closes with the new one's opening
+            if waiting is not None:
+                _withdraw(waiting, now)
+            made.append(_open(owner, engram, action, proposal, c, groups.median, now, delivered))
     _deescalate(owner, now)
     return made
+
+
+def _withdraw(item: ReviewItem, now: datetime) -> None:
+    """Close an open proposal nobody decided, because a newer one replaces it."""
+    item.state, item.decision, item.decided_at = ReviewItem.State.DONE, WITHDRAWN, now
+    item.payload = {**(item.payload or {}), "withdrawn_at": now.isoformat()}
+    item.save(update_fields=["state", "decision", "decided_at", "payload"])
 
 
 def lesson_of(statement: str, *, quote: str = "") -> str:
@@ -515,8 +517,8 @@ def _propose(
             )
         return _escalation(engram, delivered, why)
     if action == "broaden":
-        words, producer = _keywords(owner, engram, result="followed", task="broaden")
-        tags = _merged(engram.tags, words)
+        words, producer = keywords(owner, engram, result="followed", task="broaden")
+        tags = merged(engram.tags, words)
         if tags == list(engram.tags or []):
             return None
         return Proposal(
@@ -526,7 +528,7 @@ def _propose(
             "Followed when it surfaces, but it rarely does: more ways to find it.",
         )
     if action == "refine_keywords":
-        words, producer = _keywords(owner, engram, result="irrelevant", task="refine")
+        words, producer = keywords(owner, engram, result="irrelevant", task="refine")
         if not words:
             return None
         note = "not for: " + ", ".join(words)
@@ -584,87 +586,6 @@ def _rewrite(owner: Any, engram: Engram) -> tuple[str, str]:
     except llm.LlmUnavailable:
         fallback = rewrite_fallback(engram.statement, anti, engram.trigger_context)
         return fallback, llm.PRODUCER_HEURISTIC
-
-
-def _prompts(engram: Engram, result: str) -> list[str]:
-    """The prompts to read keywords from.
-
-    Irrelevant: the prompts that delivered the engram and were judged irrelevant (what to
-    exclude). Followed: the prompts of the sessions it was followed in (where it applies, found
-    or not), from the session's own prompt list, else the queries delivered in it."""
-    outcomes = Outcome.objects.filter(engram=engram, result=result)
-    if result == Outcome.Result.IRRELEVANT:
-        return list(
-            outcomes.filter(injection__bucket__in=KEYWORD_BUCKETS)
-            .exclude(injection__query="")
-            .order_by("-created_at")
-            .values_list("injection__query", flat=True)[:MAX_PROMPTS]
-        )
-    sessions = [
-        int(pk) for pk in outcomes.values_list("injection__session_id", flat=True)[:MAX_PROMPTS]
-    ]
-    found: list[str] = []
-    for listed in AgentSession.objects.filter(pk__in=sessions).values_list("prompts", flat=True):
-        found += [p for p in listed or [] if isinstance(p, str)]
-    if not found:
-        found = list(
-            Injection.objects.filter(session_id__in=sessions)
-            .exclude(query="")
-            .order_by("-created_at")
-            .values_list("query", flat=True)[:MAX_PROMPTS]
-        )
-    return [p for p in found if p.strip()][:MAX_PROMPTS]
-
-
-def salient_words(
-    prompts: Iterable[str], known: Iterable[str], limit: int = MAX_NEW_TAGS
-) -> list[str]:
-    """The words most prompts share that the engram does not already say (no LLM)."""
-    seen = {word.lower() for text in known for word in key_terms(text, limit=50)}
-    counts: Counter[str] = Counter()
-    for prompt in prompts:  # each prompt's words once, in the order they were first met
-        words = (w for w in key_terms(prompt, limit=50) if w not in seen and len(w) > 2)
-        counts.update(list(dict.fromkeys(words)))
-    return [word for word, n in counts.most_common() if n >= 2][:limit]
-
-
-def _keywords(owner: Any, engram: Engram, *, result: str, task: str) -> tuple[list[str], str]:
-    prompts = _prompts(engram, result)
-    if not prompts:
-        return [], llm.PRODUCER_HEURISTIC
-    known = [engram.statement, *(engram.tags or [])]
-    purpose = (
-        "where this rule applies but is not being found: keywords to find it by"
-        if result == "followed"
-        else "where this rule keeps being shown but does not apply: keywords for the contexts to "
-        "exclude"
-    )
-    try:
-        answer = llm.llm_run(
-            owner=owner,
-            task=f"maintenance.{task}",
-            schema=KEYWORDS_SCHEMA,
-            instructions=(
-                f"Rule for a coding agent: {engram.statement}\nThe data holds prompts {purpose}. "
-                f"Reply with at most {MAX_NEW_TAGS} short lowercase keywords."
-            ),
-            data="\n".join(prompts),
-        )
-        words = [str(w).strip().lower() for w in answer["keywords"] if str(w).strip()]
-        return words[:MAX_NEW_TAGS], llm.PRODUCER_LLM
-    except llm.LlmUnavailable:
-        return salient_words(prompts, known), llm.PRODUCER_HEURISTIC
-
-
-def _merged(tags: Iterable[str] | None, words: Iterable[str]) -> list[str]:
-    out = list(tags or [])
-    for word in words:
-        if word not in out:
-            out.append(word)
-    return out
-
-
-# --- applying -----------------------------------------------------------------------------
 
 
 def proposal_apply(

@@ -17,6 +17,8 @@ from memory.models import (
     Engram,
     Event,
     Injection,
+    LearningDraft,
+    LearningSignal,
     LifecycleEvent,
     Outcome,
     ReviewItem,
@@ -680,3 +682,72 @@ def test_the_fallback_rewrite_of_an_ignored_request_is_the_rule_inside() -> None
         )
         == "Whenever docs change, the sitemap is updated."
     )
+
+
+def asked_in(owner: Any, engram: Engram, prompts_by_session: list[list[str]]) -> None:
+    """Later sessions the engram was delivered in (and ignored), with the person's prompts."""
+    for said in prompts_by_session:
+        delivered(owner, engram, ["ignored"], evidence="git commit -m wip")
+        session = AgentSession.objects.filter(injections__engram=engram).latest("pk")
+        AgentSession.objects.filter(pk=session.pk).update(prompts=said)
+
+
+def test_a_rule_the_person_later_asked_against_is_offered_for_retirement_not_emphasis(
+    owner: Any,
+) -> None:
+    """ "Do not commit anything", then "commit and push" in later sessions: emphasising the rule
+    would act against what the person now asks; one proposal, retire, with their prompts."""
+    engram = leech_of(owner, "Do not commit anything.", source="user")
+    delivered(owner, engram, ["ignored"] * 4, evidence="git commit -m wip")
+    asked_in(owner, engram, [["fix the flaky test", "commit and push"], ["can you commit this?"]])
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.payload["action"] == "asked_against"
+    assert item.payload["change"] == "retire"
+    quotes = item.payload["evidence"]["quotes"]
+    assert [q["evidence"] for q in quotes] == ["can you commit this?", "commit and push"]
+    assert {q["result"] for q in quotes} == {"asked for it"}
+    assert item.reason.startswith("You later asked for what it rules out, in 2 sessions")
+    review.review_decide(owner=owner, item=item, action="approve", actor="person:alice")
+    assert Engram.objects.get(pk=engram.pk).status == "retired"
+
+
+def test_one_later_request_or_one_in_the_rule_s_own_session_is_an_exception(owner: Any) -> None:
+    engram = leech_of(owner, "Do not commit anything.", source="user")
+    delivered(owner, engram, ["ignored"] * 4, evidence="git commit -m wip")
+    asked_in(
+        owner, engram, [["commit and push"], ["don't commit yet", "do we need a commit hook?"]]
+    )
+    # The same request in the session the rule was learned in is that task's own instruction.
+    learned = AgentSession.objects.filter(injections__engram=engram).latest("pk")
+    AgentSession.objects.filter(pk=learned.pk).update(prompts=["ok now commit"])
+    signal = LearningSignal.objects.create(
+        owner=owner, session=learned, kind="prompt", text="Do not commit anything."
+    )
+    LearningDraft.objects.create(
+        owner=owner,
+        signal=signal,
+        session=learned,
+        engram=engram,
+        statement=engram.statement,
+        tier="A",
+    )
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.payload["change"] == "escalate"
+
+
+def test_an_open_proposal_to_emphasise_it_is_withdrawn_when_the_person_asks_against_it(
+    owner: Any,
+) -> None:
+    engram = leech_of(owner, "Do not commit anything.", source="user")
+    delivered(owner, engram, ["ignored"] * 5, evidence="git commit -m wip")
+    (emphasis,) = maintenance.maintain(owner=owner)
+    assert emphasis.payload["change"] == "escalate"
+    asked_in(owner, engram, [["commit and push"], ["commit"]])
+    (retire,) = maintenance.maintain(owner=owner)
+    assert retire.payload["action"] == "asked_against"
+    emphasis.refresh_from_db()
+    assert (emphasis.state, emphasis.decision) == ("done", "withdrawn")
+    assert list(ReviewItem.objects.filter(owner=owner, kind="maintenance", state="pending")) == [
+        retire
+    ]
+    assert maintenance.maintain(owner=owner) == []  # one open proposal; nothing twice

@@ -1,7 +1,8 @@
 """Session learning, by job: prose and sentences (`text`), evidence for and against a rule in a
 sentence (`evidence`), the cues of a standing rule and its tier (`cues`), the prompt classifier
-(`classify`), the heuristic lesson extractor (`extract`), updates and variants (`variants`), transcript
-parsing (`transcript`) and error → fix pairing (`fixes`).
+(`classify`), the heuristic lesson extractor (`extract`), updates and variants (`variants`), a
+rule the person later asked against (`reversal`), transcript parsing (`transcript`) and error →
+fix pairing (`fixes`).
 
 Pure Python (no Django). Callers import the package (`from memory.maths import learning`); the
 names below are its public surface.
@@ -43,6 +44,7 @@ from memory.maths.learning.fixes import (
     is_blocked,
     is_report,
 )
+from memory.maths.learning.reversal import RuledOut, asks_for, ruled_out
 from memory.maths.learning.text import (
     CORRECTION,
     INSTRUCTION,
@@ -127,8 +129,10 @@ __all__ = [
     "Fix",
     "LessonCheck",
     "LessonDraft",
+    "RuledOut",
     "agent_prompt",
     "anti_pattern_of",
+    "asks_for",
     "call_similarity",
     "classify",
     "classify_sentence",
@@ -161,6 +165,7 @@ __all__ = [
     "refusal_reason",
     "render_entries",
     "rule_inside",
+    "ruled_out",
     "same_rule_other_value",
     "sentences",
     "split_complete",

@@ -1,0 +1,152 @@
+"""A rule the person's later prompts ask against: "Do not commit anything", then, in later
+sessions, "commit and push".
+
+A rule that rules out an action for the agent ("don't X", "never X") or keeps it for the
+person ("let me X") is answered by a later prompt that asks the agent for that very action.
+Once the person does that in more than one later session, the rule no longer says what they
+want (or never did beyond one task): emphasising it would act against their later words, and
+maintenance asks whether to retire it instead (`memory.services.maintenance`).
+
+Pure Python (no Django).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memory.maths.attribution import STOP_WORDS, TOKEN, matches
+from memory.maths.learning.text import PASTED_DOCUMENT_CHARS, sentences
+
+_ADVERB = r"(?:(?:just|ever|even|actually|really|blindly|automatically|yourself)\s+)?"
+# "don't X", "do not X", "never X": the action the agent must not take.
+_RULED_OUT = re.compile(
+    r"\b(?:do\s+not|don'?t|dont|never|please\s+don'?t)\s+" + _ADVERB + r"([a-z]{3,})\b(.*)",
+    re.I,
+)
+# "let me X", "I'll X myself": the action the person keeps for themselves.
+_KEPT = re.compile(
+    r"\blet\s+me\s+([a-z]{3,})\b(.*)|\b(?:i'?ll|i\s+will|i\s+want\s+to)\s+([a-z]{3,})\b(.*?)\s+myself\b",
+    re.I,
+)
+# Verbs after "don't" / "let me" that name no action of the agent's: "don't forget to …" is a
+# rule to do something, "let me know" asks to be told.
+_NOT_AN_ACTION = frozenset(
+    [
+        "forget",
+        "hesitate",
+        "worry",
+        "mind",
+        "fail",
+        "miss",
+        "be",
+        "have",
+        "need",
+        "assume",
+        "let",
+        "know",
+        "see",
+        "think",
+        "check",
+        "explain",
+        "understand",
+        "repeat",
+        "ask",
+    ]
+)
+# Objects that say nothing about which instances the rule covers: the verb alone decides.
+_GENERIC_OBJECT = frozenset(
+    [
+        "anything",
+        "everything",
+        "something",
+        "nothing",
+        "it",
+        "this",
+        "that",
+        "them",
+        "things",
+        "stuff",
+        "any",
+        "code",
+        "changes",
+        "change",
+        "yet",
+        "without",
+    ]
+)
+# The end of the clause that holds the action's object.
+_CLAUSE_END = re.compile(
+    r"[,;:()]|\s[-\u2013\u2014]\s|\s(?:unless|until|because|since|as|when|while|if|but|and\s+instead)\s",
+    re.I,
+)
+# A sentence that asks for an action: the verb first, after at most a few words of politeness
+# or sequencing ("ok, commit and push", "can you commit everything", "now run it"), or after
+# "and" / "then" inside the sentence ("fix it and commit").
+_LEAD = (
+    r"^(?:(?:ok(?:ay)?|yes|yep|yeah|great|good|cool|nice|perfect|thanks|now|then|so|and|also|"
+    r"pls|please|just|go\s+ahead\s+and|let'?s|can\s+you|could\s+you|would\s+you|will\s+you|"
+    r"can\s+u)[\s,!.]+){0,4}"
+)
+# Quoted text is someone else's words (an example prompt, a message to send), not a request.
+_QUOTED = re.compile(r"\"[^\"\n]*\"|“[^”\n]*”|`[^`\n]*`")
+_NEGATION = re.compile(r"\b(?:don'?t|do\s+not|not|never|no|without|instead\s+of)\b", re.I)
+
+
+MAX_OBJECT_TERMS = 4
+JOINED_MAX_WORDS = 12
+
+
+@dataclass(frozen=True)
+class RuledOut:
+    """The action a rule rules out for the agent: its verb and the key terms of its object
+    (empty when the object is "anything", "it", …: the verb alone decides)."""
+
+    verb: str
+    object_terms: tuple[str, ...]
+
+
+def ruled_out(statement: str) -> RuledOut | None:
+    """The action `statement` rules out for the agent or keeps for the person, or None."""
+    found = _RULED_OUT.search(statement)
+    if found:
+        verb, rest = found.group(1), found.group(2)
+    else:
+        kept = _KEPT.search(statement)
+        if not kept:
+            return None
+        verb, rest = (kept.group(1), kept.group(2)) if kept.group(1) else kept.group(3, 4)
+    verb = verb.lower()
+    if verb in _NOT_AN_ACTION:
+        return None
+    clause = _CLAUSE_END.split(rest, maxsplit=1)[0]
+    terms: list[str] = []
+    for token in TOKEN.findall(clause):
+        word = token.strip(".:/-").lower()
+        # short words count here: "a PR" is the object of "don't create a PR, just a commit"
+        if len(word) > 1 and word not in STOP_WORDS | _GENERIC_OBJECT and word not in terms:
+            terms.append(word)
+    return RuledOut(verb, tuple(terms[:MAX_OBJECT_TERMS]))
+
+
+def asks_for(prompt: str, action: RuledOut) -> str:
+    """The sentence of `prompt` that asks the agent for `action` ("" when none does): the verb
+    in a request's place, not negated, with enough of the object's terms when the rule names
+    an object. A pasted document (PASTED_DOCUMENT_CHARS or longer) asks for nothing."""
+    if len(prompt) >= PASTED_DOCUMENT_CHARS:
+        return ""
+    verb = re.escape(action.verb)
+    first = re.compile(_LEAD + verb + r"\b", re.I)
+    joined = re.compile(r"\b(?:and|then|&)\s+(?:also\s+)?" + verb + r"\b", re.I)
+    for sentence in sentences(prompt):
+        text = _QUOTED.sub(" ", sentence).strip().strip("\"'`*> ")
+        # "… and commit" asks only in a short request ("fix it and commit"); in a long sentence
+        # it is more often part of a description ("prompts that do things and commit").
+        short = len(text.split()) <= JOINED_MAX_WORDS
+        found = first.search(text) or (joined.search(text) if short else None)
+        if found is None or _NEGATION.search(text[: found.end()]):
+            continue
+        if action.object_terms and not matches(action.object_terms, text):
+            continue
+        return text
+    return ""
