@@ -148,9 +148,8 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
         # (an open proposal to emphasise it is withdrawn: its evidence is older than their words).
         asked = reversals.asked_against(engram)
         waiting = busy.get(engram.pk)
-        if waiting is not None:
-            if not asked or waiting.payload.get("change") == "retire":
-                continue
+        if waiting is not None and (not asked or waiting.payload.get("change") == "retire"):
+            continue
         if action is None and _rule_inside(engram):
             # Stored before capture kept the rule itself: "create a rule that …" as it stands
             # asks the agent to write the rule again.
@@ -624,7 +623,9 @@ def proposal_apply(
         if name in edits and name in fields:
             fields[name] = edits[name]
     if change == "retire":
-        engram_retire(owner=owner, engram=engram, actor=actor, reason="noise: rarely followed")
+        asked = payload.get("action") == ASKED_AGAINST
+        why = "you later asked for what it rules out" if asked else "noise: rarely followed"
+        engram_retire(owner=owner, engram=engram, actor=actor, reason=why)
     elif change == NOT_A_LESSON:
         engram_retire(owner=owner, engram=engram, actor=actor, reason="not a lesson")
     elif change == "redundant":

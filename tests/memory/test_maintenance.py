@@ -693,7 +693,7 @@ def asked_in(owner: Any, engram: Engram, prompts_by_session: list[list[str]]) ->
 
 
 def test_a_rule_the_person_later_asked_against_is_offered_for_retirement_not_emphasis(
-    owner: Any,
+    owner: Any, logged_in: Client
 ) -> None:
     """ "Do not commit anything", then "commit and push" in later sessions: emphasising the rule
     would act against what the person now asks; one proposal, retire, with their prompts."""
@@ -707,8 +707,12 @@ def test_a_rule_the_person_later_asked_against_is_offered_for_retirement_not_emp
     assert [q["evidence"] for q in quotes] == ["can you commit this?", "commit and push"]
     assert {q["result"] for q in quotes} == {"asked for it"}
     assert item.reason.startswith("You later asked for what it rules out, in 2 sessions")
+    page = logged_in.get("/review/").content.decode()
+    assert '<span class="pill">asked for it</span> <q>commit and push</q>' in page
     review.review_decide(owner=owner, item=item, action="approve", actor="person:alice")
     assert Engram.objects.get(pk=engram.pk).status == "retired"
+    retired = LifecycleEvent.objects.get(engram=engram, event=Event.ENGRAM_RETIRED)
+    assert retired.data["reason"] == "you later asked for what it rules out"
 
 
 def test_one_later_request_or_one_in_the_rule_s_own_session_is_an_exception(owner: Any) -> None:
