@@ -25,7 +25,9 @@ would accept. The labels cover every proposal of the seven real corpora (run wit
 folder, with a folder linking every repository folder of /work/data/transcripts2 and
 /work/data/transcripts3, with /work/data/transcripts4, /work/data/transcripts5,
 /work/data/transcripts6 and /work/data/transcripts7; `--review --daily`, per person and
-`--per-repository`, in rounds 8 to 10).
+`--per-repository`, in rounds 8 to 10; per person in rounds 11 and 12). A proposal that a
+newer one replaced before anyone decided it (decision `withdrawn`) is left out: it is not in the
+queue a person sees.
 
     .venv/bin/python bench/maintenance_real.py [--limit-sessions N] [--proposals FILE]
 """
