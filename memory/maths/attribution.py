@@ -163,6 +163,32 @@ STOP_WORDS = frozenset(
         "set",
         "sets",
     ]
+    # What is left of a negative contraction once the apostrophe splits the word ("don't" →
+    # "don"): it names no topic, and "don" is in every other sentence a person types.
+    + [
+        f"{stem}n"
+        for stem in [
+            "do",
+            "does",
+            "did",
+            "is",
+            "are",
+            "was",
+            "were",
+            "wo",
+            "would",
+            "should",
+            "could",
+            "has",
+            "have",
+            "had",
+            "must",
+            "need",
+            "ai",
+            "sha",
+            "might",
+        ]
+    ]
 )
 CODE_SPAN = re.compile(r"`([^`]{1,120})`")
 TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/:@+]*")

@@ -518,3 +518,18 @@ def test_a_request_for_now_spliced_before_a_standing_rule_is_cut_off() -> None:
         "Let's do the same in the parser as well, we always want typed ids at the boundary."
     )
     assert (draft.tier, draft.statement) == ("A", "We always want typed ids at the boundary.")
+
+
+def test_what_a_contraction_leaves_is_no_term_of_a_rule() -> None:
+    """ "don't" splits into "don" and "t": "don" is in every other thing a person types, so a
+    rule saying "don't" is not touched by a prompt that says "don't" and "fix"."""
+    from memory.maths import attribution, delivery
+
+    rule = "Fix up any code quality issues you notice and don't leave them by the wayside."
+    assert "don" not in attribution.key_terms(rule)
+    assert "don" not in attribution.salient_terms(rule)
+    assert delivery.terms("Don't use npm, it doesn't work and won't") == {"npm", "work"}
+    inputs = ["go test ./..."]
+    prompts = ["fix the flaky test, don't touch the fixtures"]
+    verdict = attribution.attribute(statement=rule, polarity="do", inputs=inputs, context=prompts)
+    assert verdict.result == "irrelevant"
