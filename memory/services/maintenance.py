@@ -81,6 +81,7 @@ USER_SOURCES = selectors.USER_SOURCES
 NOT_A_LESSON = "not_a_lesson"
 ASKED_AGAINST = "asked_against"  # the person later asked for what it rules out
 WITHDRAWN = "withdrawn"  # an open proposal a newer one replaced
+RETIRING = frozenset({"retire", NOT_A_LESSON, "redundant"})  # changes that retire the engram
 # lesson_check's verdict when it finds no rule marker (tests pin both readings of it).
 NO_MARKER_REASON = "a one-off request or remark, not a standing rule"
 # A statement that says when it applies ("after changing settings") is a standing practice.
@@ -148,7 +149,7 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
         # (an open proposal to emphasise it is withdrawn: its evidence is older than their words).
         asked = reversals.asked_against(engram)
         waiting = busy.get(engram.pk)
-        if waiting is not None and (not asked or waiting.payload.get("change") == "retire"):
+        if waiting is not None and (not asked or waiting.payload.get("change") in RETIRING):
             continue
         if action is None and _rule_inside(engram):
             # Stored before capture kept the rule itself: "create a rule that …" as it stands

@@ -755,3 +755,15 @@ def test_an_open_proposal_to_emphasise_it_is_withdrawn_when_the_person_asks_agai
         retire
     ]
     assert maintenance.maintain(owner=owner) == []  # one open proposal; nothing twice
+
+
+def test_a_proposal_to_retire_it_already_waiting_is_not_replaced_every_day(owner: Any) -> None:
+    # A question, asked against later: "not a lesson: retire" both times, opened once.
+    engram = leech_of(owner, "Don't commit the changes?", source="user")
+    delivered(owner, engram, ["ignored"] * 4, evidence="git commit -m wip")
+    asked_in(owner, engram, [["commit and push"], ["commit"]])
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.payload["change"] == "not_a_lesson"
+    assert maintenance.maintain(owner=owner) == []
+    item.refresh_from_db()
+    assert item.state == "pending"
