@@ -147,9 +147,11 @@ def maintain(*, owner: Any, now: datetime | None = None) -> list[ReviewItem]:
         )
         # The person's later prompts ask for what it rules out: never emphasise it, ask to retire
         # (an open proposal to emphasise it is withdrawn: its evidence is older than their words).
-        asked = reversals.asked_against(engram)
         waiting = busy.get(engram.pk)
-        if waiting is not None and (not asked or waiting.payload.get("change") in RETIRING):
+        if waiting is not None and waiting.payload.get("change") in RETIRING:
+            continue
+        asked = reversals.asked_against(engram)
+        if waiting is not None and not asked:
             continue
         if action is None and _rule_inside(engram):
             # Stored before capture kept the rule itself: "create a rule that …" as it stands

@@ -50,6 +50,7 @@ _ANTI = (
     re.compile(r"\bnot\s+(.+?)\s*,?\s+but\b", re.I),
     re.compile(r"[,;]\s*(?:and\s+)?not\s+(.+?)(?:[,;]|\.(?=\s|$)|$)", re.I),
     re.compile(r"\S\s+not\s+([\w.@/'\"`-]+)\s*[.!]?$", re.I),
+    # (the last: `negated_action`'s)
     re.compile(
         r"\b(?:never|do\s+not|don'?t|avoid|stop|no\s+more)\s+(.+?)(?:[,;]|\.(?=\s|$)|$)", re.I
     ),
@@ -215,6 +216,13 @@ def anti_pattern_of(statement: str) -> str:
             if value and len(value) <= MAX_CLAUSE_CHARS:
                 return value
     return ""
+
+
+def negated_action(statement: str) -> str:
+    """The X of "never X / do not X / don't X / avoid X", or "": the action the rule forbids,
+    up to the end of its clause."""
+    match = _ANTI[-1].search(statement)
+    return match.group(1).strip(" .,;:'\"") if match else ""
 
 
 def type_of(statement: str) -> str:

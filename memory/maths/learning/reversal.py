@@ -12,18 +12,16 @@ Pure Python (no Django).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 from memory.maths.attribution import STOP_WORDS, TOKEN, matches
+from memory.maths.learning.extract import negated_action
 from memory.maths.learning.text import PASTED_DOCUMENT_CHARS, sentences
 
-_ADVERB = r"(?:(?:just|ever|even|actually|really|blindly|automatically|yourself)\s+)?"
-# "don't X", "do not X", "never X": the action the agent must not take.
-_RULED_OUT = re.compile(
-    r"\b(?:do\s+not|don'?t|dont|never|please\s+don'?t)\s+" + _ADVERB + r"([a-z]{3,})\b(.*)",
-    re.I,
-)
+# Words between "don't" and the action that do not change it ("don't just commit").
+_ADVERB = re.compile(r"^(?:just|ever|even|actually|really|blindly|automatically)\s+", re.I)
 # "let me X", "I'll X myself": the action the person keeps for themselves.
 _KEPT = re.compile(
     r"\blet\s+me\s+([a-z]{3,})\b(.*)|\b(?:i'?ll|i\s+will|i\s+want\s+to)\s+([a-z]{3,})\b(.*?)\s+myself\b",
@@ -107,15 +105,16 @@ class RuledOut:
 
 
 def ruled_out(statement: str) -> RuledOut | None:
-    """The action `statement` rules out for the agent or keeps for the person, or None."""
-    found = _RULED_OUT.search(statement)
-    if found:
-        verb, rest = found.group(1), found.group(2)
-    else:
-        kept = _KEPT.search(statement)
-        if not kept:
-            return None
-        verb, rest = (kept.group(1), kept.group(2)) if kept.group(1) else kept.group(3, 4)
+    """The action `statement` rules out for the agent (`negated_action`: "don't X") or keeps
+    for the person ("let me X", "I'll X myself"), or None."""
+    phrase = _ADVERB.sub("", negated_action(statement))
+    kept = None if phrase else _KEPT.search(statement)
+    if kept:
+        phrase = " ".join(kept.group(1, 2) if kept.group(1) else kept.group(3, 4))
+    found = re.match(r"([a-z]{3,})\b(.*)", phrase, re.I | re.S)
+    if not found:
+        return None
+    verb, rest = found.group(1), found.group(2)
     verb = verb.lower()
     if verb in _NOT_AN_ACTION:
         return None
@@ -129,15 +128,21 @@ def ruled_out(statement: str) -> RuledOut | None:
     return RuledOut(verb, tuple(terms[:MAX_OBJECT_TERMS]))
 
 
+@functools.lru_cache(maxsize=256)
+def _requests(verb: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A request with `verb` first, and one with it after "and" / "then"."""
+    word = re.escape(verb)
+    first = re.compile(_LEAD + word + r"\b", re.I)
+    return first, re.compile(r"\b(?:and|then|&)\s+(?:also\s+)?" + word + r"\b", re.I)
+
+
 def asks_for(prompt: str, action: RuledOut) -> str:
     """The sentence of `prompt` that asks the agent for `action` ("" when none does): the verb
     in a request's place, not negated, with enough of the object's terms when the rule names
     an object. A pasted document (PASTED_DOCUMENT_CHARS or longer) asks for nothing."""
     if len(prompt) >= PASTED_DOCUMENT_CHARS:
         return ""
-    verb = re.escape(action.verb)
-    first = re.compile(_LEAD + verb + r"\b", re.I)
-    joined = re.compile(r"\b(?:and|then|&)\s+(?:also\s+)?" + verb + r"\b", re.I)
+    first, joined = _requests(action.verb)
     for sentence in sentences(prompt):
         text = _QUOTED.sub(" ", sentence).strip().strip("\"'`*> ")
         # "… and commit" asks only in a short request ("fix it and commit"); in a long sentence
