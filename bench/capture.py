@@ -22,9 +22,11 @@ the capture task calls on a prompt or a transcript's user entry) over:
   printed), `dev_2`, `dev_3` and `dev_4` (`$ENGRAM_TRANSCRIPTS2`..`4`, default
   `/work/data/transcripts2`..`4`: later corpora of other repositories, labelled the same way;
   held out until round 6 (the second) and round 9 (the third and fourth), printed with the dev
-  part since; `dev_all` sums every dev part), `held_out_5`, `held_out_6` and `held_out_7`
-  (`$ENGRAM_TRANSCRIPTS5`..`7`, default `/work/data/transcripts5`..`7`: only scored); `held_out_all` sums every held-out part, and the `whole` the first
-  corpus; the same figures as for the coding prompts;
+  part since), `dev_6` (`$ENGRAM_TRANSCRIPTS6`, default `/work/data/transcripts6`: held out in
+  rounds 9 to 12, dev since round 13; `dev_all` sums every dev part), `held_out_5`,
+  `held_out_7` and `held_out_8` (`$ENGRAM_TRANSCRIPTS5`, `7`, `8`, default
+  `/work/data/transcripts5` …: only scored); `held_out_all` sums every held-out part, and the
+  `whole` the first corpus; the same figures as for the coding prompts;
 - a transcript replay: MemoryCode held-out sessions as Claude Code JSONL (mentee turns as
   assistant entries) and, when `$ENGRAM_TRANSCRIPTS` (default `/work/data/transcripts`) holds
   `*.jsonl` files, the real transcripts there: drafts whose quote is not in a user entry
@@ -72,6 +74,7 @@ TRANSCRIPTS4 = Path(os.environ.get("ENGRAM_TRANSCRIPTS4", "/work/data/transcript
 TRANSCRIPTS5 = Path(os.environ.get("ENGRAM_TRANSCRIPTS5", "/work/data/transcripts5"))
 TRANSCRIPTS6 = Path(os.environ.get("ENGRAM_TRANSCRIPTS6", "/work/data/transcripts6"))
 TRANSCRIPTS7 = Path(os.environ.get("ENGRAM_TRANSCRIPTS7", "/work/data/transcripts7"))
+TRANSCRIPTS8 = Path(os.environ.get("ENGRAM_TRANSCRIPTS8", "/work/data/transcripts8"))
 # The real transcripts' dev part (its rows may be read); every other repository is held out.
 REAL_DEV_REPOS = frozenset({"entireio/cli"})
 ACTIVE = {learning.TIER_EXPLICIT, learning.TIER_CORRECTION}
@@ -190,15 +193,17 @@ def real_prompts(costs: list[float], show: str) -> dict[str, object] | str:
         "whole": _summary(dev + held_out),
     }
     every_held_out, every_dev = Counter(held_out), Counter(dev)
-    # Later corpora: the second held out until round 6 and the third and fourth until round 9,
-    # dev since (printed with the dev part); the fifth, sixth and seventh only ever scored.
+    # Later corpora: the second held out until round 6, the third and fourth until round 9 and
+    # the sixth until round 12, dev since (printed with the dev part); the fifth, seventh and
+    # eighth only ever scored.
     for name, folder, is_dev in (
         ("dev_2", TRANSCRIPTS2, True),
         ("dev_3", TRANSCRIPTS3, True),
         ("dev_4", TRANSCRIPTS4, True),
         ("held_out_5", TRANSCRIPTS5, False),
-        ("held_out_6", TRANSCRIPTS6, False),
+        ("dev_6", TRANSCRIPTS6, True),
         ("held_out_7", TRANSCRIPTS7, False),
+        ("held_out_8", TRANSCRIPTS8, False),
     ):
         later = folder / "labels.jsonl"
         if not later.exists():

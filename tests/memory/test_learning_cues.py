@@ -85,11 +85,15 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
             "update CLAUDE.md to say we use uv, not pip",
             "can we update the rule so you always run tests first?",
             "put that in CLAUDE.md",
+            "extend AGENTS.md and add a note that fixtures live in tests/data",
+            "add a line to CLAUDE.md: regenerate the client after changing the schema",
         ],
         [
             "the rule engine throws on empty input",
             "update the README with the new flags",
             "add a validation rule to the form",
+            "update AGENTS.md and add this",
+            "add a line to CLAUDE.md: this one",
         ],
     ),
     "CORRECTION_LEAD": (
@@ -136,8 +140,21 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
     ),
     "HEDGE": (
         cues.HEDGE,
-        ["we should probably use git mv", "maybe keep the old name", "I think it needs a lock"],
+        [
+            "we should probably use git mv",
+            "maybe keep the old name",
+            "I think it needs a lock",
+            "I don't rule out the possibility of a web client in the future",
+        ],
         ["always use git mv", "keep the old name"],
+    ),
+    "CAPABILITY": (
+        cues.CAPABILITY,
+        [
+            "whenever a row is selected, the user should be able to export it",
+            "you must be able to undo every edit",
+        ],
+        ["always run the exporter with --dry-run first", "the exporter can read CSV"],
     ),
     "DEICTIC": (
         cues.DEICTIC,
@@ -740,6 +757,52 @@ def test_a_lead_in_before_a_prohibition_does_not_hide_it() -> None:
     (draft,) = L.extract("oh, please don't rebase shared branches - it breaks the release jobs")
     assert draft.statement.startswith("Don't rebase shared branches")
     assert L.extract("ok, don't worry about it") == []
+
+
+def test_a_line_of_a_short_headed_document_waits_for_review() -> None:
+    """A rules file or spec pasted to be edited is a document however short: a markdown heading
+    and a few lines. Its "never" is its content; the person's own request beside it is not."""
+    document = (
+        "# Logging\n\n## Standards\n\n- Use structured logging\n"
+        "- Never log passwords, tokens or personal data\n- Keep one logger per module\n\n"
+        "Tighten the wording of this file."
+    )
+    assert L.is_document(document)
+    assert [d.tier for d in L.extract(document)] == ["C"]
+    assert [d.tier for d in L.extract("Never log passwords, tokens or personal data.")] == ["A"]
+    typed = "# never push to main\nNever push straight to main, open a PR."
+    assert not L.is_document(typed)  # two lines: a heading alone makes no document
+    shell = "```\n# Install deps\nnpm ci\nnpm test\nnpm run lint\n```\nAlways run npm ci first."
+    assert not L.is_document(shell)  # a comment inside a code block is no heading
+    assert [d.tier for d in L.extract(shell)] == ["A"]
+
+
+def test_what_the_product_should_let_someone_do_is_not_a_way_of_working() -> None:
+    """A requirement of the design ("we should be able to …") and an option kept open ("the
+    possibility of … in the future") hold a standing word but ask the agent for nothing."""
+    for sentence in (
+        "Whenever a module declares a hook, we should be able to attach a handler to it.",
+        "The focus is the CLI, but I don't discard the possibility of serving a web client "
+        "in the future.",
+    ):
+        assert cues.tier_of(sentence, first=True, correction=False) == "C"
+        assert [d.tier for d in L.extract(sentence)] in ([], ["C"])
+    rule = "Whenever a module declares a hook, add a test that attaches a handler to it."
+    assert cues.tier_of(rule, first=True, correction=False) == "A"
+
+
+def test_a_request_to_extend_the_rules_file_carries_its_rule() -> None:
+    (draft,) = L.extract(
+        "Extend CLAUDE.md and add a remark that on any schema change the generated client "
+        "has to be rebuilt."
+    )
+    assert (draft.tier, draft.statement) == (
+        "A",
+        "On any schema change the generated client has to be rebuilt.",
+    )
+    (colon,) = L.extract("Add a line to AGENTS.md: run the formatter before committing.")
+    assert (colon.tier, colon.statement) == ("A", "Run the formatter before committing.")
+    assert L.extract("Update CLAUDE.md and add this.") == []
 
 
 def test_a_line_of_a_pasted_document_waits_for_review_unless_it_asks_for_a_rule() -> None:

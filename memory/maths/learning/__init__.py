@@ -60,6 +60,7 @@ from memory.maths.learning.text import (
     TIER_CORRECTION,
     TIER_EXPLICIT,
     TIER_INFERRED,
+    is_document,
     prose,
     sentences,
 )
@@ -150,6 +151,7 @@ __all__ = [
     "holds_credential",
     "is_announcement",
     "is_blocked",
+    "is_document",
     "is_report",
     "is_update",
     "is_variant",

@@ -111,7 +111,10 @@ RULE_REQUEST = re.compile(
     + r"\b"
     r"[^.?!]{0,40}?(?:\bto\s+(?:specify|say|mention|include|note|state|require|cover|explain)\b"
     # "update CLAUDE.md but make sure that claude asks before …": what the file must say
-    r"|\b(?:but|and|to)\s+(?:make\s+sure|ensure)\s+(?:that|it\s+says)\b)"
+    r"|\b(?:but|and|to)\s+(?:make\s+sure|ensure)\s+(?:that|it\s+says)\b"
+    # "extend CLAUDE.md and add remarks that …": what to add, after the file
+    r"|\band\s+(?:add|write|note|mention|state)\s+(?:(?:a|an|some|the)\s+)?(?:[\w-]+\s+)?"
+    r"(?:that|saying)\s+(?!(?:this|that|it|them|these|those)\b)\w)"
     r"|\b(?:the|that|this|your)\s+rules?\s+(?:should\s+)?(?:says?|mentions?|states?|specif(?:y|ies)|"
     r"requires?|includes?)\b"
     r"|\b(?:make|create|add|write|set\s+up|draft|update|amend|change|extend|improve|revise|"
@@ -125,8 +128,10 @@ RULE_REQUEST = re.compile(
     r"|\b(?:put|write|record|note|save)\s+(?:this|that|it)\s+in\s+(?:the\s+|your\s+)?"
     r"(?:rules?|memory|CLAUDE\.md|AGENTS\.md)\b"
     # "add guidance into CLAUDE.md for future test creation": a note that names its topic
-    r"|" + _ADD_NOTE_TO_RULES + r"[^.?!]{0,20}?\b(?:for|on|about|that|saying)\s+"
-    r"(?!(?:this|that|it|them|these|those)\b)\w",
+    r"|" + _ADD_NOTE_TO_RULES + r"(?:[^.?!]{0,20}?\b(?:for|on|about|that|saying)\s+"
+    r"(?!(?:this|that|it|them|these|those)\b)\w"
+    # "add a line to CLAUDE.md: run the formatter before committing"
+    r"|\s*:\s*(?!(?:this|that|it|them|these|those)\b)\w)",
     re.I,
 )
 # A correction of the agent's last action: a leading "no", "wrong", "that's not right", "stop"…
@@ -316,6 +321,8 @@ _HABITS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
 # A hedge: "probably", "maybe", "I think" — not an unmistakable rule.
 HEDGE = re.compile(
     r"\b(?:probably|maybe|perhaps|might|i\s+(?:think|guess|suppose|wonder)|not\s+sure|possibly|"
+    # "I don't discard the possibility of … in the future": an option kept open
+    r"(?:the|a)\s+possibility|"
     # a possibility, a scenario, a current interest: "we could add", "let's say", "I'm most
     # interested in"
     r"(?:we|you|i)\s+could|let'?s\s+say|i(?:'m|\s+am)\s+(?:\w+\s+)?interested\s+in|"
@@ -323,6 +330,12 @@ HEDGE = re.compile(
     r"theoretically|in\s+theory|hypothetically|"
     # the state one would like to reach, not yet a rule: "ideally, we only point to agent.md"
     r"ideally)\b",
+    re.I,
+)
+# What the product must let someone do, a requirement of the design: "whenever something has a
+# Transform, we should be able to attach a Gizmo to it". Not a way of working for the agent.
+CAPABILITY = re.compile(
+    r"\b(?:should|must|shall|needs?\s+to|has\s+to|have\s+to|will)\s+(?:always\s+)?be\s+able\s+to\b",
     re.I,
 )
 # The rule is about the thing at hand: "do this", "don't clean it up", "fix that".
@@ -641,6 +654,8 @@ def tier_of(sentence: str, *, first: bool, correction: bool, said: str = "") -> 
         # "we might want to improve this in future": a maybe-later, not a rule
         return TIER_INFERRED
     if ABOUT_A_WORK_ITEM.match(sentence) and not timed:
+        return TIER_INFERRED
+    if CAPABILITY.search(sentence):
         return TIER_INFERRED
     standing = bool(
         timed

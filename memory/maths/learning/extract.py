@@ -22,9 +22,9 @@ from memory.maths.learning.text import (
     MAX_DRAFTS_PER_PROMPT,
     MAX_QUOTE_CHARS,
     MIN_CLAUSE_WORDS,
-    PASTED_DOCUMENT_CHARS,
     TIER_EXPLICIT,
     TIER_INFERRED,
+    is_document,
     sentences,
 )
 from memory.scanner import scan_secrets
@@ -388,13 +388,13 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
     reason; of a request to record a rule, the rule it carries (`rule_inside`). Explicit
     instructions and preferences are tier A, corrections tier B; inside a long discussion
     (LONG_PROMPT_SENTENCES or more) tier A needs an explicit marker (`cues.marked`), and in a
-    pasted document (PASTED_DOCUMENT_CHARS or more) only a request to record a rule is active.
+    pasted document (`is_document`: long, or headed) only a request to record a rule is active.
     """
     drafts: list[LessonDraft] = []
     seen: set[str] = set()
     clauses = list(classify(prompt).clauses)
     discussion = bool(clauses) and len(sentences(prompt)) >= LONG_PROMPT_SENTENCES
-    document = len(prompt) >= PASTED_DOCUMENT_CHARS
+    document = is_document(prompt)
     for clause in clauses:
         part = focus(clause.text)
         statement = rule_inside(clean_clause(part))

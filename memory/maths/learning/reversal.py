@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from memory.maths.attribution import STOP_WORDS, TOKEN, matches
 from memory.maths.learning.extract import negated_action
-from memory.maths.learning.text import PASTED_DOCUMENT_CHARS, sentences
+from memory.maths.learning.text import is_document, sentences
 
 # Words between "don't" and the action that do not change it ("don't just commit").
 _ADVERB = re.compile(r"^(?:just|ever|even|actually|really|blindly|automatically)\s+", re.I)
@@ -139,8 +139,8 @@ def _requests(verb: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
 def asks_for(prompt: str, action: RuledOut) -> str:
     """The sentence of `prompt` that asks the agent for `action` ("" when none does): the verb
     in a request's place, not negated, with enough of the object's terms when the rule names
-    an object. A pasted document (PASTED_DOCUMENT_CHARS or longer) asks for nothing."""
-    if len(prompt) >= PASTED_DOCUMENT_CHARS:
+    an object. A pasted document (`text.is_document`) asks for nothing."""
+    if is_document(prompt):
         return ""
     first, joined = _requests(action.verb)
     for sentence in sentences(prompt):

@@ -27,6 +27,10 @@ LONG_PROMPT_SENTENCES = 4
 # "always" and "never" are the document's content, not a rule given to the agent now. A line of
 # it is active at once only when it asks for a rule to be recorded (`cues.RULE_REQUEST`).
 PASTED_DOCUMENT_CHARS = 3000
+# A prompt with a markdown heading outside code blocks and at least this many lines is a
+# document too, however short (a rules file, a spec or a template pasted to be edited): people
+# do not write headings into what they type to an agent.
+HEADED_DOCUMENT_LINES = 5
 MAX_CLAUSE_CHARS = 300
 MAX_QUOTE_CHARS = 500
 
@@ -34,6 +38,8 @@ MAX_QUOTE_CHARS = 500
 
 _FENCE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 _INLINE_CODE = re.compile(r"`[^`\n]{0,200}`")
+# "# Title" / "## Section" (a capital or a digit after the marks, which a shell comment rarely has)
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+[A-Z0-9]", re.M)
 _LOG_LINE = re.compile(
     r"""^\s*(?:
         \d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}          # timestamps
@@ -97,6 +103,19 @@ _WRAPPERS = re.compile(
     r"<(system[-_]reminder|system[-_]instruction|user-prompt-submit-hook)>.*?(?:</\1>|\Z)",
     re.S | re.I,
 )
+
+
+def is_document(prompt: str) -> bool:
+    """True when a prompt is mostly a document pasted in: PASTED_DOCUMENT_CHARS or longer, or
+    HEADED_DOCUMENT_LINES lines or more with a markdown heading outside its code blocks. Its
+    rule-like lines are the document's content, not rules given to the agent now."""
+    if len(prompt) >= PASTED_DOCUMENT_CHARS:
+        return True
+    if "#" not in prompt or prompt.count("\n") + 1 < HEADED_DOCUMENT_LINES:
+        return False
+    text = _FENCE.sub("", prompt)
+    lines = sum(1 for line in text.splitlines() if line.strip())
+    return lines >= HEADED_DOCUMENT_LINES and bool(_HEADING.search(text))
 
 
 def is_machine_text(text: str) -> bool:
