@@ -255,7 +255,11 @@ def test_on_real_transcripts_only_typed_prompts_are_the_users() -> None:
     # An app's button ("Create a PR") after its instructions reads as typed; it is a task.
     reasons = found["by reason"]
     assert isinstance(reasons, dict)
-    assert all("button" in str(r) or r == "app_written" for r in reasons), reasons
+    # Text the person pasted with no words of their own is their entry (capture reads it as
+    # material, never as a rule); some labellers list it apart.
+    assert all("button" in str(r) or "pasted" in str(r) or r == "app_written" for r in reasons), (
+        reasons
+    )
 
 
 def test_reminders_and_hook_output_are_cut_out_of_what_the_person_typed() -> None:
@@ -604,6 +608,35 @@ def test_a_queued_prompt_the_running_turn_took_in_is_the_persons_once() -> None:
         (RULE, "queue:T1", True),
         ("and add a test for it", "u-2", False),
     ]
+
+
+def test_a_dequeued_prompt_that_a_compaction_met_is_the_persons() -> None:
+    """Sent as the next prompt just as the context was compacted: the boundary and the summary
+    follow the `dequeue`, and the prompt never gets a line of its own."""
+    boundary = json.dumps(
+        {"type": "system", "subtype": "compact_boundary", "uuid": "c-1", "content": "Compacted"}
+    )
+    summary = entry(
+        "user",
+        "This session is being continued from a previous conversation that ran out of context.",
+        "u-sum",
+        isCompactSummary=True,
+    )
+    lines = (
+        entry("user", "Let's start on the cart.", "u-1")
+        + queue_op("enqueue", "T1", RULE)
+        + queue_op("dequeue", "T1")
+        + boundary
+        + "\n"
+        + summary
+    ).splitlines()
+    users = [(e.text, e.uuid, e.queued) for e in L.parse_lines(lines) if e.kind == "user"]
+    assert users == [("Let's start on the cart.", "u-1", False), (RULE, "queue:T1", True)]
+    # Dequeued and then written as its own line: that line, once.
+    sent = (
+        queue_op("enqueue", "T2", RULE) + queue_op("dequeue", "T2") + entry("user", RULE, "u-2")
+    ).splitlines()
+    assert [(e.uuid, e.queued) for e in L.parse_lines(sent) if e.kind == "user"] == [("u-2", False)]
 
 
 def test_a_prompt_queued_behind_background_notices_is_taken_in_before_them() -> None:

@@ -55,11 +55,14 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
             "we don't use default exports",
             "as a rule, keep handlers thin",
             "our convention is snake_case for file names",
+            "there should be one way to read the config in this codebase",
         ],
         [
             "we use this endpoint to fetch users",
             "in this file the import is wrong",
             "we shipped the release yesterday",
+            "should we rename the module in this repo?",
+            "the tests should pass in this repo before the demo and then we ship",
         ],
     ),
     "REMEMBER": (
@@ -247,6 +250,19 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
             "do you need the token to deploy?",
         ],
     ),
+    "BEFORE_EVENT": (
+        cues.BEFORE_EVENT,
+        [
+            "run the formatter on the changelog before committing",
+            "we should rebase on main before merging",
+            "please regenerate the client before you open a PR",
+        ],
+        [
+            "I ran the tests before pushing",
+            "fix the parser before lunch",
+            "the hook runs before committing",
+        ],
+    ),
     "PREFERENCE_IN_PASSING": (
         cues.PREFERENCE_IN_PASSING,
         [
@@ -255,9 +271,12 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
             "considering my preference for small functions, split this up",
             "we're using vitest, not jest",
             "pnpm is our package manager",
+            "prefer small pure functions",
+            "please prefer subagents for research",
         ],
         [
             "which do you prefer?",
+            "prefer it that way",
             "we're using too much memory",
             "this is our problem",
         ],
@@ -803,6 +822,27 @@ def test_a_request_to_extend_the_rules_file_carries_its_rule() -> None:
     (colon,) = L.extract("Add a line to AGENTS.md: run the formatter before committing.")
     assert (colon.tier, colon.statement) == ("A", "Run the formatter before committing.")
     assert L.extract("Update CLAUDE.md and add this.") == []
+
+
+def test_a_habit_tied_to_a_workflow_event_or_said_as_prefer_is_a_candidate() -> None:
+    """ "Run X before committing" and "Prefer X" hold beyond the task, but nothing says they
+    last: candidates, which a repetition in another session makes rules."""
+    for prompt, statement in (
+        (
+            "oops! we should run the formatter on the changelog before committing it.",
+            "We should run the formatter on the changelog before committing it.",
+        ),
+        ("Prefer small pure functions.", "Prefer small pure functions."),
+        ("please prefer pathlib over os.path", "Prefer pathlib over os.path."),
+    ):
+        assert [(d.tier, d.statement) for d in L.extract(prompt)] == [("C", statement)]
+    assert L.extract("I ran the formatter before committing.") == []
+
+
+def test_the_rule_a_change_sets_from_now_on_is_kept_without_the_change() -> None:
+    (draft,) = L.extract("Fix the template so that from now on every page has a title.")
+    assert (draft.tier, draft.statement) == ("A", "Every page has a title.")
+    assert L.extract("Change the config so that the build is faster.") == []
 
 
 def test_a_line_of_a_pasted_document_waits_for_review_unless_it_asks_for_a_rule() -> None:

@@ -75,6 +75,10 @@ PROJECT_CONVENTION = re.compile(
     r"(?!(?!(?:need|embed|proceed|exceed|succeed|feed|seed|speed)\b)\w{2,}ed\b)\w"  # not "we only added"
     r"|\bwe\s+(?:don'?t|do\s+not)\s+(?:use|allow|commit|write|add|import|mix|rely|do)\b"
     r"|\bas\s+a\s+(?:general\s+)?rule\b"
+    # the scope after what must hold in it: "there should be one way to read the config in
+    # this codebase"
+    r"|\b(?:should|must|shall)\b(?!\s+(?:we|you|i)\b)[^.?!\n]{3,80}?\b(?:in|across|throughout)\s+this\s+"
+    r"(?:repo(?:sitory)?|project|codebase|code\s*base|monorepo)\s*[.!]?\s*$"
     r"|\b(?:our|the\s+project'?s?|the\s+team'?s?)\s+(?:convention|rule|standard|policy|"
     r"house\s+style|style\s+guide)\s+is\b",
     re.I,
@@ -218,6 +222,19 @@ NEEDLESS = re.compile(
     re.I,
 )
 
+# A step tied to an event of the workflow that recurs: "run prettier on the README before
+# committing", "we should rebase before merging", "regenerate the client before you open a PR".
+# The main clause (imperative, or "we/you should …") names the step; the event names when.
+BEFORE_EVENT = re.compile(
+    r"^(?:(?:and|also|so|but|please|then)\W+)*(?:(?:we|you)\s+(?:should|must|need\s+to|have\s+to|"
+    r"ought\s+to)\s+)?(?:always\s+)?(?:run|check|format|lint|test|rebase|squash|update|regenerate|"
+    r"rebuild|build|bump|verify|review|sign|pull|sync|fetch|add|write|re-?run)\b[^.?!]{0,80}?"
+    r"\bbefore\s+(?:you\s+|we\s+)?(?:commit(?:ting)?|push(?:ing)?|merg(?:e|ing)|releas(?:e|ing)|"
+    r"deploy(?:ing)?|publish(?:ing)?|tag(?:ging)?|(?:open(?:ing)?|creat(?:e|ing)|submit(?:ting)?)\s+"
+    r"(?:a|the|any)\s+(?:pr|pull\s+request))\b",
+    re.I,
+)
+
 # A practice applied wherever it fits, not to one item: "use US English everywhere", "strong
 # types wherever we can", "fix any issues you notice", "throughout the codebase".
 EVERYWHERE = re.compile(
@@ -266,6 +283,7 @@ _HABITS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (KIND_SHOULD, ("each", "every", "all")),
     (SHOULD_BE_ON, (" be ",)),
     (NEEDLESS, ("need",)),
+    (BEFORE_EVENT, ("before",)),
     (
         WRITING_STYLE,
         (
@@ -480,6 +498,10 @@ _TO_CLAUSE_END = (
 # Y", "X is our Y": a preference inside a longer request, cut out with its own words.
 PREFERENCE_IN_PASSING = re.compile(
     r"\b(?P<pref>i\s+(?:really\s+|much\s+|generally\s+|always\s+)?prefer\s+" + _TO_CLAUSE_END + r")"
+    # "Prefer small functions", "please prefer subagents for research": said to the agent
+    r"|(?P<bare>^(?:(?:and|also|so|but)\W+)?(?:please\s+)?(?:always\s+)?prefer\s+(?!to\b|it\b|this\b|that\b)"
+    + _TO_CLAUSE_END
+    + r")"
     r"|\b(?P<rather>i(?:'d|\s+would)\s+(?:much\s+)?rather\s+" + _TO_CLAUSE_END + r")"
     r"|\b(?:considering|given|because\s+of|since\s+you\s+know)\s+my\s+preference\s+for\s+"
     r"(?P<given>" + _TO_CLAUSE_END + r")"
@@ -501,6 +523,8 @@ def preference_in_passing(sentence: str) -> str:
         return ""
     if match.group("given"):
         return "Prefer " + match.group("given").strip(" ,")
+    if match.group("bare"):
+        return ""  # "Prefer X": the sentence is the preference, said to the agent
     return match.group(0).strip(" ,")
 
 

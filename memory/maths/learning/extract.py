@@ -255,6 +255,10 @@ _ANAPHOR = re.compile(
 _SUBCLAUSE = re.compile(
     r"(?:[,;]\s*|\s+)(?:(?:and\s+)?so(?!\s+(?:far|much|many|long|that|to\s+speak)\b)|but|"
     r"which\s+is\s+why|hence)\s+|;\s+"
+    # "fix the template so that from now on every page has a title": the change for now, then
+    # the rule it sets
+    r"|\s+so\s+that\s+(?=(?:going\s+forward|from\s+now\s+on|from\s+here\s+on|in\s+(?:the\s+)?"
+    r"future|next\s+time)\b)"
     # a comma splice before a standing "we/you always/never …": "Let's do the one here as
     # well, we always want a valid id" — the request for now, then the rule
     r"|,\s+(?=(?:we|you)\s+(?:(?:should|must|will)\s+)?(?:always|never)\b)",

@@ -310,6 +310,7 @@ def parse_lines(lines: Iterable[str | bytes]) -> list[Entry]:
         if _queue_operation(line):
             queue.read(line, number)
             continue
+        queue.next_line(line)
         out.extend(parse_line(line, number=number))
     return queue.merged(out)
 
@@ -334,12 +335,23 @@ class _QueuedPrompts:
     `queue-operation` line `enqueue` with the text, then `remove` when the running turn took it
     in (no `type: "user"` line follows, and no UserPromptSubmit), or `dequeue` when it was sent
     as the next prompt (which then has its own line), or `popAll` when the person took the queue
-    back to edit it. Only a removed one is an entry of its own (queued, uuid `queue:<time>`);
-    one whose text comes back as a user entry later in the same lines is that entry."""
+    back to edit it. Only a removed one is an entry of its own (queued, uuid `queue:<time>`),
+    and a dequeued one that a compaction met before its line was written (it reaches the agent
+    after the summary, and no line of its own ever follows); one whose text comes back as a
+    user entry later in the same lines is that entry."""
 
     def __init__(self) -> None:
         self.waiting: list[tuple[Entry | None, str | bytes, bool]] = []
         self.taken: list[Entry] = []
+        self.dequeued: Entry | None = None
+
+    def next_line(self, line: str | bytes) -> None:
+        """The first line after a `dequeue`: a compaction boundary takes the prompt in."""
+        if self.dequeued is not None:
+            marker = b'"compact_boundary"' if isinstance(line, bytes) else '"compact_boundary"'
+            if marker in line:  # type: ignore[operator]
+                self.taken.append(self.dequeued)
+            self.dequeued = None
 
     def read(self, line: str | bytes, number: int) -> None:
         try:
@@ -363,6 +375,8 @@ class _QueuedPrompts:
             entry, _, _ = self.waiting.pop(first)
             if operation == "remove" and entry is not None:
                 self.taken.append(entry)
+            elif operation == "dequeue":
+                self.dequeued = entry
         elif operation == "popAll":
             self.waiting.clear()
 
