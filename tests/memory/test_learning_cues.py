@@ -839,6 +839,19 @@ def test_a_habit_tied_to_a_workflow_event_or_said_as_prefer_is_a_candidate() -> 
     assert L.extract("I ran the formatter before committing.") == []
 
 
+def test_make_that_a_habit_makes_the_sentence_before_a_rule() -> None:
+    """ "Make that standard in your workflow" says the step before lasts; alone it names
+    nothing, and "make it the default" is about the product's settings."""
+    (draft,) = L.extract(
+        "Rebase on main before you open a PR. Make that standard in your workflow."
+    )
+    assert draft.tier == "A"
+    assert draft.statement.startswith("Rebase on main before you open a PR")
+    assert [d.tier for d in L.extract("Make it a habit.")] in ([], ["C"])
+    assert L.extract("Use the dark theme. Make it the default for the settings page.") == []
+    assert L.extract("Make that the default behaviour of the CLI.") == []
+
+
 def test_the_rule_a_change_sets_from_now_on_is_kept_without_the_change() -> None:
     (draft,) = L.extract("Fix the template so that from now on every page has a title.")
     assert (draft.tier, draft.statement) == ("A", "Every page has a title.")

@@ -432,7 +432,8 @@ _REFERS_BACK = re.compile(
     r"skip|import|end|name|prefix|suffix|try|prioriti[sz]e|integrate|utili[sz]e|embrace|"
     r"stick\s+to|stick\s+with|consistent\s+with|refer\s+to)\s+"
     r"(?:\w+ing\s+(?:on\s+|with\s+|to\s+)?)?(?:this|these|those|it|them|that)\b"
-    r"(?!\s+(?:way|one|is|was|are|were|the|a|an|you|we)\b)",
+    r"(?!\s+(?:way|one|is|was|are|were|the|a|an|you|we)\b)"
+    r"|" + cues.MAKE_IT_STANDING,
     re.I,
 )
 

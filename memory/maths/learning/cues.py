@@ -106,6 +106,15 @@ _ADD_NOTE_TO_RULES = (
     r"paragraph|something)\s+(?:to|into|in)\s+(?:the\s+|your\s+|our\s+)?@?(?:CLAUDE\.md|"
     r"AGENTS\.md|rules|memory)\b"
 )
+# "make that standard (in your workflow)", "make it a habit" (not "make it the default", which
+# is about the product's settings).
+MAKE_IT_STANDING = (
+    r"\bmake\s+(?:this|that|it)\s+(?:a\s+|your\s+|our\s+)?(?:standard|habit|"
+    r"rule|convention|norm|routine)\b(?!\s+(?:for|of|in)\s+(?:this|the)\s+(?:file|function|"
+    r"page|test|class|component|module)\b)"
+    r"|\bmake\s+(?:this|that|it)\s+(?:a\s+)?(?:standard\s+|regular\s+)?part\s+of\s+(?:your|our|the)\s+"
+    r"(?:workflow|process|routine)\b"
+)
 RULE_REQUEST = re.compile(
     r"\b(?:make|create|write|draft)\s+(?:a|an|another)\s+(?:new\s+)?(?:(?:cursor|claude|copilot|"
     r"project|coding|team|naming|style|global|general|standing|agent|repo)\s+)?"
@@ -131,8 +140,13 @@ RULE_REQUEST = re.compile(
     r"guidelines?|CLAUDE\.md|AGENTS\.md)\b"
     r"|\b(?:put|write|record|note|save)\s+(?:this|that|it)\s+in\s+(?:the\s+|your\s+)?"
     r"(?:rules?|memory|CLAUDE\.md|AGENTS\.md)\b"
+    # "Request a Copilot review. Make that standard in your workflow.": the sentence before
+    r"|"
+    + MAKE_IT_STANDING
     # "add guidance into CLAUDE.md for future test creation": a note that names its topic
-    r"|" + _ADD_NOTE_TO_RULES + r"(?:[^.?!]{0,20}?\b(?:for|on|about|that|saying)\s+"
+    + r"|"
+    + _ADD_NOTE_TO_RULES
+    + r"(?:[^.?!]{0,20}?\b(?:for|on|about|that|saying)\s+"
     r"(?!(?:this|that|it|them|these|those)\b)\w"
     # "add a line to CLAUDE.md: run the formatter before committing"
     r"|\s*:\s*(?!(?:this|that|it|them|these|those)\b)\w)",
@@ -643,9 +657,18 @@ _POINTS_BACK = re.compile(
 )
 
 
+# "Make it a habit." on its own: what "it" is was said before.
+_CONTENT_FREE_STANDING = re.compile(
+    r"^(?:[\w']+[\s,]+){0,3}?(?:" + MAKE_IT_STANDING + r")(?:\s+(?:in|for|of)\s+(?:your|our|the)\s+"
+    r"(?:workflow|process|work))?(?:\s+(?:from\s+now\s+on|going\s+forward|please))?\s*[.!?]*$",
+    re.I,
+)
+
+
 def _content_free(sentence: str) -> bool:
     return bool(
         _CONTENT_FREE_REQUEST.match(sentence)
+        or _CONTENT_FREE_STANDING.match(sentence)
         or _TOPIC_ONLY_NOTE.search(sentence)
         or _POINTS_BACK.search(sentence)
     )
@@ -738,7 +761,8 @@ _GATED: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (
         RULE_REQUEST,
         ("rule", "guideline", "instruction", "convention", "memory", ".mdc", "claude.md",
-         "agents.md", "copilot", "cursorrules"),
+         "agents.md", "copilot", "cursorrules", "standard", "habit", "default", "norm",
+         "routine", "part of"),
     ),
     (PREFERENCE_IN_PASSING, ("prefer", "rather", "we're", "we are", "is our")),
     (CONTRAST_CHOICE, ("not", "instead", "rather")),
