@@ -55,6 +55,10 @@ def target_scope(synthesis: Synthesis) -> str:
     return synthesis.scope
 
 
+def _said(statement: str) -> str:
+    return " ".join(statement.casefold().split())
+
+
 def examples_of(traces: list[Trace]) -> dict[str, str]:
     found: dict[str, str] = {}
     for trace in traces:
@@ -230,9 +234,30 @@ def synthesis_propose(*, synthesis: Synthesis, now: datetime | None = None) -> b
             for other in rivals
         ):
             return False
+        # The same lesson for one project and for you everywhere ("Run `git add <path>` before
+        # `git commit`" seen in three projects): everywhere covers the project, so a project's
+        # copy is not proposed beside it, and one waiting gives way to it.
+        said = _said(synthesis.statement)
+        copies = [
+            other
+            for other in Synthesis.objects.select_for_update()
+            .filter(
+                owner_id=synthesis.owner_id,
+                state__in=(Synthesis.State.REVIEW, Synthesis.State.APPROVED),
+            )
+            .exclude(thesis_id=synthesis.thesis_id)
+            if _said(other.statement) == said
+        ]
+        if scope != USER_SCOPE and any(target_scope(other) == USER_SCOPE for other in copies):
+            return False
+        narrower = (
+            [other.pk for other in copies if target_scope(other) != USER_SCOPE]
+            if scope == USER_SCOPE
+            else []
+        )
         # A newer synthesis of the same thesis replaces one still waiting: one decision each.
         waiting = Synthesis.objects.select_for_update().filter(
-            Q(thesis_id=synthesis.thesis_id) | Q(pk__in=[other.pk for other in rivals]),
+            Q(thesis_id=synthesis.thesis_id) | Q(pk__in=[other.pk for other in rivals] + narrower),
             state=Synthesis.State.REVIEW,
         )
         ReviewItem.objects.filter(

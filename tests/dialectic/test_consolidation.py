@@ -392,3 +392,34 @@ def test_one_job_run_through_two_package_runners_is_proposed_once(owner: Any) ->
     first.refresh_from_db()
     assert first.state == Synthesis.State.SUPERSEDED
     assert ReviewItem.objects.get(pk=first.review_item_id).decision == "superseded"
+
+
+def test_a_lesson_for_you_everywhere_covers_its_copy_for_one_project(owner: Any) -> None:
+    """Seen in three projects, "Run `git add <path>` before `git commit`" is proposed for you
+    everywhere; the same sentence for one of those projects is not proposed beside it, and
+    one already waiting gives way."""
+    for _ in range(6):
+        replay(owner, [("Bash", {"command": "pnpm tsc --noEmit"}, True)] * 3)
+    stages.consolidate(owner=owner)
+    (first,) = Synthesis.objects.filter(state=Synthesis.State.REVIEW)
+    text = "Run `git add <path>` before `git commit`."
+    project = _rival(Synthesis.objects.get(pk=first.pk), text, 5)
+    assert publish.target_scope(project) != publish.USER_SCOPE
+    assert publish.synthesis_propose(synthesis=project)
+    everywhere = _rival(Synthesis.objects.get(pk=first.pk), text, 5)
+    everywhere.projects = ["shop", "blog", "wiki"]
+    everywhere.save()
+    assert publish.target_scope(everywhere) == publish.USER_SCOPE
+    assert publish.synthesis_propose(synthesis=everywhere)
+    project.refresh_from_db()
+    assert project.state == Synthesis.State.SUPERSEDED
+    assert ReviewItem.objects.get(pk=project.review_item_id).decision == "superseded"
+    another = _rival(Synthesis.objects.get(pk=first.pk), text.upper(), 9)
+    assert not publish.synthesis_propose(synthesis=another)
+    waiting = Synthesis.objects.filter(state=Synthesis.State.REVIEW).order_by("pk")
+    assert [
+        (s.statement, ReviewItem.objects.get(pk=s.review_item_id).payload["scope"]) for s in waiting
+    ] == [
+        ("Type-check with `pnpm tsc --noEmit`.", first.scope),
+        (text, publish.USER_SCOPE),
+    ]
