@@ -575,7 +575,14 @@ def real(directory: Path, reuse: bool, *, pre: bool = True) -> dict[str, Any] | 
     counts = consolidate(owner=owner)
     seconds = time.perf_counter() - started
     syntheses = list(Synthesis.objects.filter(owner=owner).select_related("thesis"))
-    proposed = [s for s in syntheses if s.review_item_id is not None]
+    # What the review queue shows: a proposal a newer one replaced before anyone decided it
+    # (superseded) is not in it.
+    superseded = [s for s in syntheses if s.state == Synthesis.State.SUPERSEDED]
+    proposed = [
+        s
+        for s in syntheses
+        if s.review_item_id is not None and s.state != Synthesis.State.SUPERSEDED
+    ]
     written = [
         {
             "id": s.pk,
@@ -586,7 +593,7 @@ def real(directory: Path, reuse: bool, *, pre: bool = True) -> dict[str, Any] | 
             "exemplars": s.exemplars,
             "scope": target_scope(s),
             "projects": len(s.projects or []),
-            "proposed": s.review_item_id is not None,
+            "proposed": s.review_item_id is not None and s.state != Synthesis.State.SUPERSEDED,
         }
         for s in syntheses
     ]
@@ -605,6 +612,7 @@ def real(directory: Path, reuse: bool, *, pre: bool = True) -> dict[str, Any] | 
         "antithesis_rows": Antithesis.objects.filter(thesis__owner=owner).count(),
         "syntheses": written,
         "proposed": len(proposed),
+        "superseded": len(superseded),
         "reviews": ReviewItem.objects.filter(owner=owner, kind="synthesis").count(),
     }
 
@@ -645,7 +653,9 @@ def print_real(r: dict[str, Any], labels: dict[str, Any] | None) -> None:
     print(f"| Theses (active) | {r['theses']} |")
     print(f"| Antithesis rows | {r['antithesis_rows']} |")
     print(f"| Syntheses written (accepted by Q) | {len(written)} ({r['counts']['accepted']}) |")
-    print(f"| Proposed for review | {r['proposed']} |")
+    print(
+        f"| Proposed for review (replaced before a decision) | {r['proposed']} ({r['superseded']}) |"
+    )
     repeated = sum(1 for s in written if s["repeated_tool"])
     vague = sum(1 for s in written if not s["names_practice"])
     t_repeated = sum(1 for t in r["thesis_statements"] if proposal_checks(t)["repeated_tool"])

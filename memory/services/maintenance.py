@@ -77,6 +77,9 @@ EVIDENCE_QUOTES = 3
 # (Noise: ≥ 5 outcomes at effectiveness < 0.5), and only when it is almost never followed.
 USER_RETIRE_MIN_OUTCOMES = 15
 USER_RETIRE_MAX_EFFECTIVENESS = 0.1
+# Applied in this many delivered sessions and never followed: the agent misses a rule you stated
+# (emphasise it, never retire it), however often it did not apply elsewhere.
+USER_MISSED_MIN_SESSIONS = 5
 USER_SOURCES = selectors.USER_SOURCES
 NOT_A_LESSON = "not_a_lesson"
 ASKED_AGAINST = "asked_against"  # the person later asked for what it rules out
@@ -465,10 +468,16 @@ def _propose(
                 or share > USER_RETIRE_MAX_EFFECTIVENESS
             ):
                 return None  # you said it: rarely surfacing is not enough to drop it
-            if delivered.irrelevant * 2 < delivered.outcomes:
-                # It applied in most sessions and was not followed: the agent misses a rule you
-                # stated. Retiring it would act against what you said; say it so it cannot be
-                # missed instead.
+            missed = (
+                delivered.followed == 0
+                and delivered.relevant >= USER_MISSED_MIN_SESSIONS
+                and not learning.hedged(engram.statement)
+            )
+            if delivered.irrelevant * 2 < delivered.outcomes or missed:
+                # It applied in most sessions and was not followed, or applied in several and
+                # was never followed: the agent misses a rule you stated. Retiring it would act
+                # against what you said; say it so it cannot be missed instead. (A hedged line,
+                # "I'm most interested in …", is no such rule.)
                 return _propose(owner, engram, "rewrite_or_escalate", c, delivered)
             return Proposal(
                 "retire",

@@ -616,6 +616,24 @@ def test_a_rule_you_stated_that_applied_but_was_ignored_is_emphasised_not_retire
     assert item.payload["fields"] == {"enforcement": "emphasised"}
 
 
+def test_a_rule_you_stated_that_applied_often_and_was_never_followed_is_not_retired(
+    owner: Any,
+) -> None:
+    """Never followed in the 7 of 15 sessions where it applied: the agent misses it, however
+    often it did not apply elsewhere. A hedged line with the same counts is no such rule."""
+    counts(make_engram(owner, statement="Filler rule one for the median"), surfaced=5)
+    counts(make_engram(owner, statement="Filler rule two for the median"), surfaced=5)
+    yours = noise_of(owner, "Prefer subagents for research tasks", "user", 0, 7)
+    counts(yours, irrelevant=8)
+    delivered(owner, yours, ["irrelevant"] * 8)
+    hedge = noise_of(owner, "I'm most interested in keeping the docs current", "user", 0, 7)
+    counts(hedge, irrelevant=8)
+    delivered(owner, hedge, ["irrelevant"] * 8)
+    made = {m.engram_id: m.payload["change"] for m in maintenance.maintain(owner=owner)}
+    assert made[yours.pk] == "escalate"
+    assert made[hedge.pk] in ("retire", "not_a_lesson")  # retired either way, never emphasised
+
+
 def test_an_escalated_engram_still_below_for_three_windows_gets_a_reminder_proposal(
     owner: Any,
 ) -> None:

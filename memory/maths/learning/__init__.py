@@ -19,6 +19,7 @@ from memory.maths.learning.classify import (
     lesson_check,
     statement_part,
 )
+from memory.maths.learning.cues import hedged
 from memory.maths.learning.evidence import is_announcement, names_practice, negative_evidence
 from memory.maths.learning.extract import (
     LessonDraft,
@@ -148,6 +149,7 @@ __all__ = [
     "forget_request",
     "handed_back",
     "has_bypass",
+    "hedged",
     "holds_credential",
     "is_announcement",
     "is_blocked",

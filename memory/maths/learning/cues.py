@@ -434,6 +434,12 @@ REASONED_PROHIBITION = re.compile(
 )
 
 
+def hedged(sentence: str) -> bool:
+    """True when a sentence hedges what it says ("probably", "I think", "I'm most interested
+    in", "the possibility of"): a weaker statement than a rule."""
+    return bool(HEDGE.search(plain_intent(sentence)))
+
+
 def reasoned_prohibition(sentence: str) -> bool:
     """A prohibition of a kind of action with a reason that holds beyond the task at hand."""
     sentence = plain_intent(sentence)
