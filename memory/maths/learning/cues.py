@@ -767,7 +767,7 @@ _GATED: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (
         RULE_REQUEST,
         ("rule", "guideline", "instruction", "convention", "memory", ".mdc", "claude.md",
-         "agents.md", "copilot", "cursorrules", "standard", "habit", "default", "norm",
+         "agents.md", "copilot", "cursorrules", "standard", "habit", "norm",
          "routine", "part of"),
     ),
     (PREFERENCE_IN_PASSING, ("prefer", "rather", "we're", "we are", "is our")),
