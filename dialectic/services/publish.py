@@ -218,16 +218,20 @@ def synthesis_propose(*, synthesis: Synthesis, now: datetime | None = None) -> b
             return False
         # The same job done through another package runner (`npx tsc` and `pnpm tsc`), waiting
         # or published: one practice, so the one the person ran more is the one proposed.
-        rivals = [
-            other
-            for other in Synthesis.objects.select_for_update()
+        # Every other proposal of the person's still open or kept, read (and locked) once.
+        others = list(
+            Synthesis.objects.select_for_update()
             .filter(
                 owner_id=synthesis.owner_id,
-                scope=synthesis.scope,
                 state__in=(Synthesis.State.REVIEW, Synthesis.State.APPROVED),
             )
             .exclude(thesis_id=synthesis.thesis_id)
-            if practice.same_job(synthesis.statement, other.statement)
+        )
+        rivals = [
+            other
+            for other in others
+            if other.scope == synthesis.scope
+            and practice.same_job(synthesis.statement, other.statement)
         ]
         if any(
             other.state == Synthesis.State.APPROVED or other.exemplars >= synthesis.exemplars
@@ -238,16 +242,7 @@ def synthesis_propose(*, synthesis: Synthesis, now: datetime | None = None) -> b
         # `git commit`" seen in three projects): everywhere covers the project, so a project's
         # copy is not proposed beside it, and one waiting gives way to it.
         said = _said(synthesis.statement)
-        copies = [
-            other
-            for other in Synthesis.objects.select_for_update()
-            .filter(
-                owner_id=synthesis.owner_id,
-                state__in=(Synthesis.State.REVIEW, Synthesis.State.APPROVED),
-            )
-            .exclude(thesis_id=synthesis.thesis_id)
-            if _said(other.statement) == said
-        ]
+        copies = [other for other in others if _said(other.statement) == said]
         if scope != USER_SCOPE and any(target_scope(other) == USER_SCOPE for other in copies):
             return False
         narrower = (
