@@ -196,6 +196,8 @@ NOT_THE_USER = [
         "2. Open a PR with `gh pr create`.\n</create-pr-command>",
         "u-app-button",
     ),
+    # Claude Code's answer to a slash command it does not know, a plain entry after the caveat
+    entry("user", "Unknown skill: commit", "u-unknown-skill"),
 ]
 
 

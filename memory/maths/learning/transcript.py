@@ -32,9 +32,12 @@ _NOT_TYPED = re.compile(
 # Whole entries Claude Code writes in the user's place: the summary that continues a compacted
 # session, hook feedback fed back to the model (or the notice that a hook stopped the prompt),
 # an interruption marker, a plan handed back when it is accepted (older versions write it with
-# no `planContent` field), the notice that the person chose to discuss the agent's questions.
+# no `planContent` field), the notice that the person chose to discuss the agent's questions,
+# the answer to a slash command that names no command or skill ("Unknown skill: commit", written
+# after the local-command caveat as a plain entry).
 _WRITTEN_FOR_USER = re.compile(
-    r"^\s*(?:This session is being continued from a previous conversation|"
+    r"^\s*(?:Unknown (?:skill|command|slash command): [\w:./@-]+\s*\Z|"
+    r"This session is being continued from a previous conversation|"
     r"Stop hook feedback:|[\w:.-]+ hook (?:feedback|error|blocking error)|"
     r"Operation stopped by hook:|Implement the following plan:|"
     r"Another Claude session sent a message:|The user wants to clarify these questions\b|"
