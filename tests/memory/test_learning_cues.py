@@ -185,6 +185,30 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
         ["why are we using webpack?", "why are you still running node?"],
         ["why does this test fail?", "why is the build slow?"],
     ),
+    "REPROACH": (
+        cues.REPROACH,
+        [
+            "why are you still using moment.js?",
+            "hm, why aren't we using ruff for the formatting?",
+            "why don't you run the linter with --fix?",
+        ],
+        [
+            "why are we using webpack?",
+            "why aren't we using that to find the user?",
+            "why does the linter fail?",
+        ],
+    ),
+    "POINTLESS": (
+        cues.POINTLESS,
+        [
+            "there's no point in mocking the database in these tests",
+            "ok - it doesn't make sense to release from a feature branch",
+        ],
+        [
+            "it doesn't make sense to me",
+            "I see no point in that",
+        ],
+    ),
     "DELEGATION": (
         cues.DELEGATION,
         [
@@ -871,3 +895,24 @@ def test_a_line_of_a_pasted_document_waits_for_review_unless_it_asks_for_a_rule(
     assert [d.tier for d in L.extract(f"{rule}\n\n{spec}")] == ["C"]
     request = "Add a rule to CLAUDE.md: always validate the CSV headers before importing."
     assert [d.tier for d in L.extract(f"{request}\n\n{spec}")] == ["A"]
+
+
+def test_a_reproach_or_a_pointless_kind_of_action_carries_a_rule_for_review() -> None:
+    """ "Why are you still using X?" objects to X and "why aren't we using Y?" asks for Y; "there
+    is no point doing Z" rules Z out. A real question or a remark reads the same, so each is a
+    candidate, quoted in the person's words; about the thing at hand it is nothing."""
+    asked = "Why are you still using moment.js?"
+    (draft,) = L.extract(asked)
+    assert (draft.statement, draft.tier, draft.rationale) == ("Do not use moment.js.", "C", asked)
+    (draft,) = L.extract("why aren't we using parametrized fixtures for these cases?")
+    assert (draft.statement, draft.tier) == ("Use parametrized fixtures for these cases.", "C")
+    (draft,) = L.extract("Squash them - there is no point keeping fixup commits in a PR.")
+    assert (draft.statement, draft.tier) == ("Avoid keeping fixup commits in a PR.", "C")
+    (draft,) = L.extract("it doesn't make sense to deploy on a Friday")
+    assert draft.statement == "Do not deploy on a Friday."
+    assert L.extract("it doesn't make sense to pass the flag here, there is no session yet") == []
+    assert L.extract("why aren't we using that to find the user?") == []
+    # the answer after the question is the rule, not the question
+    assert [d.statement for d in L.extract("Why are you still using npm? We use pnpm.")] == [
+        "We use pnpm."
+    ]

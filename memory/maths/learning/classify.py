@@ -50,6 +50,7 @@ from memory.maths.learning.text import (
     MIN_CLAUSE_WORDS,
     PREFERENCE,
     TIER_CORRECTION,
+    TIER_INFERRED,
     sentences,
 )
 
@@ -62,6 +63,7 @@ class Clause:
     kind: str
     index: int
     tier: str = ""  # set when the classifier already knows it (a question's answer: B)
+    quote: str = ""  # the person's words when `text` restates them (a reproach's rule)
 
 
 @dataclass(frozen=True)
@@ -326,6 +328,13 @@ def classify(prompt: str) -> Classification:
         ):
             # "Why are we using node? We use bun": the answer corrects the choice
             found.append(Clause(sentence, CORRECTION, index, TIER_CORRECTION))
+            continue
+        reproach = cues.reproach_rule(sentence) or cues.pointless_rule(sentence)
+        if reproach and not (index + 1 < len(parts) and cues.THE_ANSWER.match(parts[index + 1])):
+            # "Why are you still using vale?", "there is no point adding X": the rule it
+            # carries, for review (the answer after "why are we using node?", when there is
+            # one, is the rule instead)
+            found.append(Clause(reproach, CORRECTION, index, TIER_INFERRED, quote=sentence))
             continue
         kind = classify_sentence(sentence, first=index == 0)
         if not kind:

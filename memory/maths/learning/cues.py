@@ -784,6 +784,61 @@ WHY_THIS_CHOICE = re.compile(
     r"(?:still\s+)?(?:using|use|running|run|on|calling|importing|installing)\b",
     re.I,
 )
+# "Why are you still using vale?", "why aren't we using table-driven tests for these cases?":
+# a reproach that carries a rule (stop using X, use X). A real question reads the same ("why
+# aren't we using the cache here?"), so what it carries is a candidate, for recurrence or review.
+REPROACH = re.compile(
+    r"^(?:(?:hm+|wait|hey|but|so|and|ok(?:ay)?|also)[,.\s]+)*why\s+(?:"
+    r"(?P<still>(?:are|is)\s+(?:we|you)\s+still\s+(?:using|running|calling)"
+    r"|do\s+(?:we|you)\s+still\s+(?:use|run|call))"
+    r"|(?P<missing>(?:aren'?t|are\s+not|don'?t|do\s+not|didn'?t|did\s+not)\s+(?:we|you)\s+"
+    r"(?:use|using|run|running)|(?:are|do|did)\s+(?:we|you)\s+not\s+(?:use|using|run|running))"
+    r")\s+(?P<what>(?!(?:it|that|this|these|those|them|one|any|something)\b)(?:[^?!.]|\.(?=\w)){2,80}?)"
+    r"(?:\s+(?:here|now|just\s+now|this\s+time|again|anymore|any\s+more|instead|then))?"
+    r"\s*\?+\s*$",
+    re.I,
+)
+
+
+def reproach_rule(sentence: str) -> str:
+    """The rule a reproachful question carries ("why are you still using vale?" → "Do not use
+    vale."; "why aren't we using table-driven tests?" → "Use table-driven tests."), or ""."""
+    found = REPROACH.match(sentence.strip()) if "why" in sentence[:40].casefold() else None
+    if not found:
+        return ""
+    what = found["what"].strip()
+    return f"Do not use {what}." if found["still"] else f"Use {what}."
+
+
+# "There is no point adding a revert commit in a PR", "it doesn't make sense to commit in a
+# broken state": a kind of action ruled out in general. About the thing at hand ("… to use the
+# flag here", "… yet") it is a remark, not a rule; a candidate either way, for review.
+POINTLESS = re.compile(
+    r"(?:^|[-\u2013\u2014,;:]\s*|\b(?:so|and|but|yeah|yes|also)\s+)(?:"
+    r"(?:there'?s|there\s+is)\s+no\s+(?:point|sense)\s+(?:in\s+)?(?P<ing>[a-z]+ing)\b"
+    r"|it\s+(?:doesn'?t|does\s+not)\s+make\s+(?:any\s+)?sense\s+to\s+(?P<verb>[a-z]+)\b"
+    r"|it\s+makes\s+no\s+sense\s+to\s+(?P<verb2>[a-z]+)\b)"
+    r"(?P<rest>[^.?!]{3,100}?)\s*[.!]*$",
+    re.I,
+)
+_AT_HAND = re.compile(
+    r"\b(?:here|now|yet|this|that|these|those|it|them|anymore|at\s+this\s+point)\b", re.I
+)
+
+
+def pointless_rule(sentence: str) -> str:
+    """The prohibition in "there is no point adding X" ("Avoid adding X.") or "it doesn't make
+    sense to commit X" ("Do not commit X."), or "" (also when it is about the thing at hand)."""
+    low = sentence.casefold()
+    found = POINTLESS.search(sentence) if ("point" in low or "sense" in low) else None
+    if not found or _AT_HAND.search(found["rest"]):
+        return ""
+    rest = found["rest"].strip(" ,;")
+    if found["ing"]:
+        return f"Avoid {found['ing'].lower()} {rest}."
+    return f"Do not {(found['verb'] or found['verb2']).lower()} {rest}."
+
+
 THE_ANSWER = re.compile(
     r"^(?:we|i)\s+(?:always\s+|only\s+)?(?:use|prefer|want|run)\b|^(?:just\s+|please\s+)?use\s+\S"
     r"|^(?:this|the)\s+(?:repo|project)\s+uses\b",

@@ -436,7 +436,7 @@ def extract(prompt: str, *, limit: int = MAX_DRAFTS_PER_PROMPT) -> list[LessonDr
                 type=type_of(statement),
                 anti_pattern=anti_pattern_of(statement),
                 tags=tags_of(statement),
-                rationale=clause.text[:MAX_QUOTE_CHARS],
+                rationale=(clause.quote or clause.text)[:MAX_QUOTE_CHARS],
                 kind=clause.kind,
             )
         )
