@@ -11,7 +11,7 @@ import re
 import pytest
 
 from memory.maths import learning as L
-from memory.maths.learning import cues
+from memory.maths.learning import cues, indirect
 
 GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
     "STANDING_TIME": (
@@ -170,7 +170,7 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
         ["create a rule that we always validate input", "always validate input"],
     ),
     "RETRACTION": (
-        cues.RETRACTION,
+        indirect.RETRACTION,
         [
             "use yarn for this, but I changed my mind",
             "scratch that",
@@ -181,12 +181,12 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
         ["never mind the warnings in the log? no", "change the mind map colours"][1:],
     ),
     "WHY_THIS_CHOICE": (
-        cues.WHY_THIS_CHOICE,
+        indirect.WHY_THIS_CHOICE,
         ["why are we using webpack?", "why are you still running node?"],
         ["why does this test fail?", "why is the build slow?"],
     ),
     "REPROACH": (
-        cues.REPROACH,
+        indirect.REPROACH,
         [
             "why are you still using moment.js?",
             "hm, why aren't we using ruff for the formatting?",
@@ -199,7 +199,7 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
         ],
     ),
     "POINTLESS": (
-        cues.POINTLESS,
+        indirect.POINTLESS,
         [
             "there's no point in mocking the database in these tests",
             "ok - it doesn't make sense to release from a feature branch",
@@ -288,7 +288,7 @@ GROUPS: dict[str, tuple[re.Pattern[str], list[str], list[str]]] = {
         ],
     ),
     "PREFERENCE_IN_PASSING": (
-        cues.PREFERENCE_IN_PASSING,
+        indirect.PREFERENCE_IN_PASSING,
         [
             "build the settings page, I prefer Tailwind over Bootstrap because it is smaller",
             "I'd rather you ask before adding a dependency",

@@ -1,5 +1,6 @@
 """Session learning, by job: prose and sentences (`text`), evidence for and against a rule in a
-sentence (`evidence`), the cues of a standing rule and its tier (`cues`), the prompt classifier
+sentence (`evidence`), the cues of a standing rule and its tier (`cues`), rules said indirectly and retractions
+(`indirect`), the prompt classifier
 (`classify`), the heuristic lesson extractor (`extract`), updates and variants (`variants`), a
 rule the person later asked against (`reversal`), transcript parsing (`transcript`) and error →
 fix pairing (`fixes`).

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memory.maths.learning import cues
+from memory.maths.learning import cues, indirect
 from memory.maths.learning.evidence import (
     _BACKGROUND,
     _CHATTER,
@@ -296,7 +296,7 @@ def classify_sentence(sentence: str, *, first: bool = False) -> str:
     if _imperative_rule(text):
         return INSTRUCTION
     if cue or (cue is None and cues.is_standing(text)):
-        return PREFERENCE if cues.PREFERENCE_IN_PASSING.search(text) else INSTRUCTION
+        return PREFERENCE if indirect.PREFERENCE_IN_PASSING.search(text) else INSTRUCTION
     return ""
 
 
@@ -314,23 +314,25 @@ def classify(prompt: str) -> Classification:
     for index, sentence in enumerate(parts):
         if _is_fragment(sentence):
             continue
-        retracted = cues.retraction_at(sentence)
+        retracted = indirect.retraction_at(sentence)
         if retracted >= 0:
             found.clear()  # "…, but I changed my mind", "scratch that": only the final wish
             sentence = sentence[retracted:] if retracted == 0 else ""
-            sentence = cues.RETRACTION.sub("", sentence, count=1).strip(" ,;:-")
+            sentence = indirect.RETRACTION.sub("", sentence, count=1).strip(" ,;:-")
             if not sentence:
                 continue
         if (
             index
-            and cues.WHY_THIS_CHOICE.match(parts[index - 1])
-            and cues.THE_ANSWER.match(sentence)
+            and indirect.WHY_THIS_CHOICE.match(parts[index - 1])
+            and indirect.THE_ANSWER.match(sentence)
         ):
             # "Why are we using node? We use bun": the answer corrects the choice
             found.append(Clause(sentence, CORRECTION, index, TIER_CORRECTION))
             continue
-        reproach = cues.reproach_rule(sentence) or cues.pointless_rule(sentence)
-        if reproach and not (index + 1 < len(parts) and cues.THE_ANSWER.match(parts[index + 1])):
+        reproach = indirect.reproach_rule(sentence) or indirect.pointless_rule(sentence)
+        if reproach and not (
+            index + 1 < len(parts) and indirect.THE_ANSWER.match(parts[index + 1])
+        ):
             # "Why are you still using vale?", "there is no point adding X": the rule it
             # carries, for review (the answer after "why are we using node?", when there is
             # one, is the rule instead)
@@ -340,11 +342,11 @@ def classify(prompt: str) -> Classification:
         if not kind:
             continue
         text = _after_announcement(statement_part(sentence))
-        preference = cues.preference_in_passing(text)
+        preference = indirect.preference_in_passing(text)
         if (
             preference
             and len(preference) < len(text)
-            and not cues.is_standing(cues.PREFERENCE_IN_PASSING.sub("", text))
+            and not cues.is_standing(indirect.PREFERENCE_IN_PASSING.sub("", text))
         ):
             # "Build the page; I prefer Bootstrap over Foundation because …": the preference
             found.append(Clause(preference, PREFERENCE, index))
