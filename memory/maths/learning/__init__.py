@@ -1,9 +1,8 @@
 """Session learning, by job: prose and sentences (`text`), evidence for and against a rule in a
-sentence (`evidence`), the cues of a standing rule and its tier (`cues`), rules said indirectly and retractions
-(`indirect`), the prompt classifier
-(`classify`), the heuristic lesson extractor (`extract`), updates and variants (`variants`), a
-rule the person later asked against (`reversal`), transcript parsing (`transcript`) and error →
-fix pairing (`fixes`).
+sentence (`evidence`), the cues of a standing rule and its tier (`cues`), rules said indirectly
+and retractions (`indirect`), the prompt classifier (`classify`), the heuristic lesson extractor
+(`extract`), updates and variants (`variants`), a rule the person later asked against
+(`reversal`), transcript parsing (`transcript`) and error → fix pairing (`fixes`).
 
 Pure Python (no Django). Callers import the package (`from memory.maths import learning`); the
 names below are its public surface.
