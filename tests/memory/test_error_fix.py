@@ -112,6 +112,52 @@ def test_a_plain_commit_is_no_bypass() -> None:
     assert not L.has_bypass("git commit -m 'run the new tests' --amend")
 
 
+@pytest.mark.parametrize(
+    "fixed",
+    [
+        "git push --force origin feature",
+        "git push -f origin feature",
+        "git push --force-with-lease origin feature",
+        "git reset --hard origin/feature && git push origin feature",
+        "rm -rf node_modules && npm install",
+    ],
+)
+def test_a_fix_that_throws_work_away_is_never_proposed(fixed: str) -> None:
+    """What forced its way through once (a force push, a hard reset) is no lesson for whenever
+    the same command fails; a plain retry that works is one."""
+    rejected = (
+        "Exit code 1\nTo github.com:shop/shop.git\n ! [rejected]  feature -> feature "
+        "(non-fast-forward)\nerror: failed to push some refs to 'github.com:shop/shop.git'"
+    )
+    calls = [bash("git push origin feature", False, rejected), bash(fixed, True)]
+    assert L.error_fixes(calls) == []
+    (fix,) = L.error_fixes(
+        [bash("git push origin feature", False, rejected),
+         bash("git push --set-upstream origin feature", True)]
+    )  # fmt: skip
+    assert "--force" not in fix.statement
+
+
+def test_the_lesson_quotes_the_line_that_says_what_went_wrong() -> None:
+    """Output often opens with progress or notes (a hook's banner, "Switched to branch"): the
+    lesson quotes the error line, without terminal colours, so the same error met again words
+    the same lesson whatever the banner said."""
+    noisy = (
+        "Exit code 1\n\x1b[36m[sync] Pushing checkpoints...\x1b[0m\nSwitched to branch 'main'\n"
+        "\x1b[31mfatal: a branch named 'feature' already exists\x1b[0m"
+    )
+    (fix,) = L.error_fixes(
+        [bash("git checkout -b feature", False, noisy), bash("git checkout feature", True)]
+    )
+    assert fix.statement == (
+        'When `git checkout -b <v>` fails ("fatal: a branch named … already exists"), '
+        "run `git checkout <arg>` instead."
+    )
+    assert L.error_kind(noisy) == ("error", "fatal: a branch named … already exists")
+    # no line names a failure: the first line, as before
+    assert L.error_kind("Exit code 2\nUsage: tool [flags]") == ("error", "Usage: tool [flags]")
+
+
 def post(api: Client, session: str, command: str, error: str | None = None) -> None:
     body: dict[str, Any] = {
         "hook_event_name": "PostToolUseFailure" if error else "PostToolUse",

@@ -7,7 +7,8 @@ project's policy, not an error to work around. The lesson names the error's kind
 command shape (paths and values as placeholders, `memory.maths.shell`), so the same error met
 again words the same lesson and is counted as a recurrence, not a new candidate. A fix that a
 hook blocked, or that carries a hook bypass (`--no-verify`, `# skip-hook`, `SKIP=` …), is never
-proposed.
+proposed, nor one that forces its way through by throwing work away (`git push --force`, `git
+reset --hard`, `rm -rf`) where the failed command did not.
 
 Pure Python (no Django).
 """
@@ -84,6 +85,24 @@ def has_bypass(command: str) -> bool:
     return bool(_BYPASS.search(command))
 
 
+# Ways past an error that throw work away: a forced push, a hard reset, a forced clean, a forced
+# branch delete, a recursive forced remove. What worked once in one state of one repository is
+# no lesson to apply whenever the same command fails.
+_DESTRUCTIVE = re.compile(
+    r"\bgit\s+(?:-C\s+\S+\s+)?push\b[^\n;&|]*\s(?:-\w*f\w*|--force(?:-with-lease)?(?:=\S*)?)(?=\s|$)"
+    r"|\bgit\s+(?:-C\s+\S+\s+)?reset\b[^\n;&|]*\s--hard\b"
+    r"|\bgit\s+(?:-C\s+\S+\s+)?clean\b[^\n;&|]*\s-\w*f"
+    r"|\bgit\s+(?:-C\s+\S+\s+)?branch\b[^\n;&|]*\s(?:-D|--delete\s+--force)\b"
+    r"|\brm\s+(?:-\w*r\w*f\w*|-\w*f\w*r\w*|-r\s+-f|-f\s+-r)\b",
+    re.I,
+)
+
+
+def is_destructive(command: str) -> bool:
+    """The command throws work away (`git push --force`, `git reset --hard`, `rm -rf` …)."""
+    return bool(_DESTRUCTIVE.search(command))
+
+
 # --- the error's kind -------------------------------------------------------------------------
 
 _NOT_FOUND = re.compile(
@@ -112,12 +131,28 @@ def _command(tool_input: str) -> str:
     return tool_input
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+# The line that says what went wrong: one that starts as an error does ("fatal: …", "error: …"),
+# else one that names a failure. Output often opens with progress or notes ("Switched to branch
+# 'main'", "[hook] Syncing …", a build's first step), which say nothing of the error.
+_ERROR_START = re.compile(r"^(?:fatal|error|E|FAILED|failed|panic|Traceback)\b\W", re.I)
+_ERROR_WORD = re.compile(
+    r"\b(?:error|fatal|fail(?:ed|ure|s)?|not\s+found|no\s+such|unknown|invalid|denied|cannot|"
+    r"can'?t|could\s+not|couldn'?t|unable|rejected|refused|not\s+allowed|conflict|unrecognized|"
+    r"aborted|timed\s+out|exception|not\s+a\s+valid|does\s+not\s+exist)\b",
+    re.I,
+)
+
+
 def _first_line(text: str, limit: int = 160) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not _EXIT.match(line):
-            return line[:limit]
-    return ""
+    """The line of a failure's output that says what went wrong (the first line otherwise)."""
+    lines = [line.strip() for line in _ANSI.sub("", text[:20_000]).splitlines()]
+    lines = [line for line in lines if line and not _EXIT.match(line)]
+    for pattern in (_ERROR_START, _ERROR_WORD):
+        for line in lines[:80]:
+            if pattern.search(line) if pattern is _ERROR_WORD else pattern.match(line):
+                return line[:limit]
+    return lines[0][:limit] if lines else ""
 
 
 def error_kind(output: str) -> tuple[str, str]:
@@ -257,6 +292,8 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
                 continue
             if has_bypass(b) or _shape(fixed.tool, b)[1] in blocked:
                 break  # the next step got past a hook: nothing to teach
+            if is_destructive(b) and not is_destructive(a):
+                break  # it was forced through (a force push, a hard reset): nothing to teach
             kind, _ = error_kind(failed.output)
             (head_a, shape_a), (head_b, shape_b) = _main(a), _main(b)
             if kind == "error" and (head_a != head_b or shape_a == shape_b):
