@@ -199,3 +199,22 @@ def test_a_failing_test_run_leaves_no_lesson(api: Client) -> None:
     learning.session_capture(session_pk=AgentSession.objects.get().pk)
     assert not LearningSignal.objects.filter(kind="error_fix").exists()
     assert not Engram.objects.exists()
+
+
+def test_a_program_that_says_not_found_is_not_a_missing_program() -> None:
+    """Only the shell's own words name a missing program; a program's message that ends in
+    "not found" is its error, and a fix that only changed what the same command did (other code
+    for `python3 -c`) is no way to run it."""
+    assert L.error_kind("Exit code 127\nsh: 1: yq: not found") == ("not found", "yq")
+    kind, _ = L.error_kind("Exit code 1\nno configuration file provided: not found")
+    assert kind == "error"
+    no_module = "Exit code 1\nModuleNotFoundError: No module named 'yaml'"
+    assert L.error_fixes(
+        [bash("python3 -c 'import yaml; print(1)'", False, no_module),
+         bash("python3 -c 'import json; print(1)'", True)]
+    ) == []  # fmt: skip
+    (fix,) = L.error_fixes(
+        [bash("python3 -c 'import yaml; print(1)'", False, no_module),
+         bash("uv run python3 -c 'import yaml; print(1)'", True)]
+    )  # fmt: skip
+    assert "virtualenv" in fix.statement

@@ -106,7 +106,9 @@ def is_destructive(command: str) -> bool:
 # --- the error's kind -------------------------------------------------------------------------
 
 _NOT_FOUND = re.compile(
-    r"(?:^|\s)(?:\S*?/)?(?P<a>[\w.+-]+): (?:command )?not found"
+    # the shell's own words: "bash: foo: command not found", "sh: 1: foo: not found" (not "no
+    # configuration file provided: not found", a program's message)
+    r"(?:^|:\s)(?:\S*?/)?(?P<a>[\w.+-]+): (?:command )?not found"
     r"|command not found: (?P<b>[\w.+-]+)"
     r"|'(?P<c>[\w.+-]+)' is not recognized as an internal or external command"
     r"|No such file or directory: '(?P<d>[\w.+-]+)'$",
@@ -298,6 +300,8 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
             (head_a, shape_a), (head_b, shape_b) = _main(a), _main(b)
             if kind == "error" and (head_a != head_b or shape_a == shape_b):
                 continue  # another command did something else, or the same one again
+            if _shape(failed.tool, a)[1] == _shape(fixed.tool, b)[1]:
+                continue  # the same line with other content got round it: no way to run it
             if head_a.split(" ")[0] in shell.DATA_PROGRAMS:
                 break  # looking at files (ls, grep, cat …): no practice to learn
             used.add(j)
