@@ -473,11 +473,11 @@ def _propose(
                 and delivered.relevant >= USER_MISSED_MIN_SESSIONS
                 and not learning.hedged(engram.statement)
             )
-            if delivered.irrelevant * 2 < delivered.outcomes or missed:
-                # It applied in most sessions and was not followed, or applied in several and
-                # was never followed: the agent misses a rule you stated. Retiring it would act
-                # against what you said; say it so it cannot be missed instead. (A hedged line,
-                # "I'm most interested in …", is no such rule.)
+            if delivered.irrelevant * 2 <= delivered.outcomes or missed:
+                # It applied in half its sessions or more and was (almost) never followed, or
+                # applied in several and was never followed: the agent misses a rule you stated.
+                # Retiring it would act against what you said; say it so it cannot be missed
+                # instead. (A hedged line, "I'm most interested in …", is no such rule.)
                 return _propose(owner, engram, "rewrite_or_escalate", c, delivered)
             return Proposal(
                 "retire",

@@ -604,6 +604,21 @@ def test_retiring_a_rule_you_stated_needs_stronger_evidence(owner: Any) -> None:
     assert item.payload["evidence"]["stated_by"] == "you"
 
 
+def test_a_rule_you_stated_that_applied_in_half_its_sessions_is_emphasised_not_retired(
+    owner: Any,
+) -> None:
+    """Followed once in the 9 of 18 sessions where it applied: as often applied as not, the
+    agent misses it; retiring it would act against what you said."""
+    counts(make_engram(owner, statement="Filler rule one for the median"), surfaced=5)
+    counts(make_engram(owner, statement="Filler rule two for the median"), surfaced=5)
+    yours = noise_of(owner, "Use table-driven tests for the parser cases", "user", 1, 8)
+    counts(yours, irrelevant=9)
+    delivered(owner, yours, ["irrelevant"] * 9)
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.engram_id == yours.pk
+    assert item.payload["change"] == "escalate"
+
+
 def test_a_rule_you_stated_that_applied_but_was_ignored_is_emphasised_not_retired(
     owner: Any,
 ) -> None:
