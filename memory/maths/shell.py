@@ -168,7 +168,8 @@ def is_path_like(word: str) -> bool:
 
 def path_placeholder(path: str, cwd: str = "") -> str:
     """A path as its place and kind: `specs/x_spec.py` → `specs/*.py`, `tests/` → `tests/`,
-    `./cmd/app/...` → `./cmd/...`,
+    `./cmd/app/...` → `./cmd/...`, `./cmd/app/` → `./cmd/` (a leading `./` is kept: to Go,
+    `cmd/app` is another package),
     a file in the root → `*.py`; absolute paths inside `cwd` are made relative first, others
     become `<path>`; `~/…` stays home-relative."""
     if path in (".", "..", "-", "./...", "/dev/null"):
@@ -180,6 +181,7 @@ def path_placeholder(path: str, cwd: str = "") -> str:
         if path.startswith(root + "/"):
             path = path[len(root) + 1 :]
     home = path.startswith("~")
+    here = "./" if path.startswith("./") else ""  # for Go, `./cmd/app` and `cmd/app` differ
     if path.startswith("/") and not path.startswith("/tmp/"):
         glob = _ext_glob(path)
         return f"<path>/{glob}" if glob else "<path>"
@@ -191,14 +193,14 @@ def path_placeholder(path: str, cwd: str = "") -> str:
         glob = _ext_glob(parts[0])
         if home:
             return "~/"
-        return (parts[0] + "/") if trailing else (glob or parts[0])
+        return here + ((parts[0] + "/") if trailing else (glob or parts[0]))
     first = parts[0] if not home else "~"
     if path.startswith("/tmp/"):
         first = "/tmp"
     if parts[-1] == "...":  # Go's "every package under": `./cmd/app/...` → `./cmd/...`
         # (without the "./", `cmd/...` would name the standard library's cmd packages)
         return f"{'./' if path.startswith('./') else ''}{first}/..."
-    return f"{first}/" + (_ext_glob(parts[-1]) if not trailing else "").lstrip("/")
+    return f"{here}{first}/" + (_ext_glob(parts[-1]) if not trailing else "").lstrip("/")
 
 
 def _ext_glob(name: str) -> str:

@@ -70,6 +70,15 @@ def test_a_go_package_pattern_keeps_that_it_means_every_package_under() -> None:
     assert command_shape("go test ./cmd/entire/cli/... -v").text == "go test ./cmd/... -v"
 
 
+def test_a_leading_dot_slash_is_kept() -> None:
+    """To Go, `./cmd/server` is the project's package and `cmd/server` a standard-library path:
+    the placeholder keeps which one was meant."""
+    assert path_placeholder("./cmd/server/") == "./cmd/"
+    assert path_placeholder("cmd/server/") == "cmd/"
+    assert command_shape("go build ./cmd/server/").text == "go build ./cmd/"
+    assert path_placeholder("./scripts/release.sh") == "./scripts/*.sh"
+
+
 @pytest.mark.parametrize(
     "command",
     ["", "   ", 'echo "unterminated', "((((", "x" * 100_000, "\x00\x01\x02", "ls \udcff"],
