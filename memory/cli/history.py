@@ -244,9 +244,11 @@ def lessons_of(transcript: Transcript) -> list[learning.LessonDraft]:
 
 
 def dry_run(transcripts: list[Transcript], *, out: TextIO) -> int:
-    """Per project, each lesson once (the first session that said it), with how many times the
-    sessions said it: the server keeps one engram and counts the rest as recurrences."""
-    by_project: dict[str, dict[str, tuple[Transcript, learning.LessonDraft, int]]] = {}
+    """Per project, each lesson once (the first session that said it), with how many sessions
+    said it: the server keeps one engram and counts the rest as recurrences. Rules active at
+    once (tier A/B) come first; candidates wait for a repeat in another session (which promotes
+    them) or for review, and the listing says which is which."""
+    by_project: dict[str, dict[str, tuple[Transcript, learning.LessonDraft, set[str]]]] = {}
     sessions: dict[str, int] = {}
     for transcript in transcripts:
         name = transcript.project or "(no working directory: global)"
@@ -254,23 +256,32 @@ def dry_run(transcripts: list[Transcript], *, out: TextIO) -> int:
         found = by_project.setdefault(name, {})
         for draft in lessons_of(transcript):
             key = draft.statement.casefold()
-            first, kept, times = found.get(key, (transcript, draft, 0))
-            found[key] = (first, kept, times + 1)
-    total = 0
+            first, kept, said = found.get(key, (transcript, draft, set()))
+            found[key] = (first, kept, said | {str(transcript.path)})
+    total = active = 0
     for name in sorted(sessions):
         lessons = list(by_project.get(name, {}).values())
         total += len(lessons)
         print(f"\n{name}: {sessions[name]} session(s), {len(lessons)} lesson(s)", file=out)
-        for transcript, draft, times in lessons:
-            said = f", said {times} times" if times > 1 else ""
-            print(
-                f"  - {draft.statement}  [tier {draft.tier}, {transcript.path.name}{said}]",
-                file=out,
-            )
+        now = [x for x in lessons if x[1].tier != learning.TIER_INFERRED or len(x[2]) > 1]
+        later = [x for x in lessons if x not in now]
+        active += len(now)
+        for title, group in (
+            ("active at once (said as a standing rule, or said again in another session)", now),
+            ("candidates (kept when said again in another session, or approved in review)", later),
+        ):
+            if group:
+                print(f"  {title}:", file=out)
+            for transcript, draft, said in group:
+                again = f", said in {len(said)} sessions" if len(said) > 1 else ""
+                print(
+                    f"  - {draft.statement}  [tier {draft.tier}, {transcript.path.name}{again}]",
+                    file=out,
+                )
     print(
-        f"\nDry run: {total} lesson(s) from {len(transcripts)} session(s); nothing was written. "
-        "The server's own capture decides in the end (with a key, Claude extracts; repeats "
-        "count as recurrences).",
+        f"\nDry run: {total} lesson(s) from {len(transcripts)} session(s) ({active} active at "
+        f"once, {total - active} candidate(s)); nothing was written. The server's own capture "
+        "decides in the end (with a key, Claude extracts; repeats count as recurrences).",
         file=out,
     )
     return 0

@@ -92,8 +92,29 @@ def test_a_dry_run_lists_a_lesson_said_in_two_sessions_once(server: Server, tmp_
     transcript(tmp_path / "shop", "b", "s-b", entry("user", RULE, "s-b"))
     text = run(server, tmp_path, dry=True)
     assert "shop: 2 session(s), 1 lesson(s)" in text
-    assert "said 2 times" in text
+    assert "said in 2 sessions" in text
     assert "Dry run: 1 lesson(s) from 2 session(s)" in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dry_run_says_which_lessons_are_active_and_which_wait(
+    server: Server, tmp_path: Path
+) -> None:
+    """A standing rule is active at once; a candidate waits, unless another session said it
+    again (the server promotes it on recurrence)."""
+    habit = "Run the formatter before committing."
+    once = "Prefer small focused commits over big ones."
+    transcript(
+        tmp_path / "shop", "a", "s-a", entry("user", RULE, "s-a"), entry("user", habit, "s-a")
+    )
+    transcript(
+        tmp_path / "shop", "b", "s-b", entry("user", habit, "s-b"), entry("user", once, "s-b")
+    )
+    text = run(server, tmp_path, dry=True)
+    active, _, waiting = text.partition("candidates (")
+    assert "active at once" in active and "ruff" in active and habit in active
+    assert once in waiting and habit not in waiting
+    assert "(2 active at once, 1 candidate(s))" in text
 
 
 @pytest.mark.django_db(transaction=True)
