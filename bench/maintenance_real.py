@@ -16,7 +16,9 @@ capture, attribution and outcomes are the fallbacks most users get.
 Then the daily job (`maintenance.maintain_all`: the 30-day archive, then maintenance) runs
 once now and once 31 days later (with `--daily` also after each day's last session, as the
 daily job would have while the person worked), and the bench prints, per owner, what was
-stored (active rules by source, candidates) and every maintenance proposal with its engram's
+stored (active rules by source, candidates), what PreToolUse delivered (each lesson, at how
+many tool calls and sessions, and the first tool input it matched) and every maintenance
+proposal with its engram's
 statement, who stated it, its outcomes and the proposal's reason. `--proposals FILE` writes
 them as JSON lines for labelling; `--labels FILE` (default bench/labels/maintenance_real.jsonl:
 {"owner", "corpus", "text", "change", "label": "useful" | "not", "why"}) reads the hand labels
@@ -318,6 +320,23 @@ def replay_owner(
     return out
 
 
+def tool_time(owner: Any) -> list[tuple[str, int, int, str]]:
+    """What PreToolUse delivered in the replay: per lesson, its statement, how many tool calls
+    it was delivered at, in how many sessions, and the first tool input that matched."""
+    from memory.models import Injection
+
+    rows = (
+        Injection.objects.filter(owner=owner, bucket=Injection.Bucket.REMINDER)
+        .order_by("pk")
+        .values_list("engram__statement", "session_id", "query")
+    )
+    by: dict[str, tuple[int, set[Any], str]] = {}
+    for statement, session, query in rows:
+        times, sessions, first = by.get(statement, (0, set(), query))
+        by[statement] = (times + 1, sessions | {session}, first)
+    return [(st, n, len(ss), q) for st, (n, ss, q) in by.items()]
+
+
 def stored(owner: Any) -> dict[str, Any]:
     from memory.models import Engram
 
@@ -423,6 +442,7 @@ def main() -> int:
         from memory.services import maintenance
 
         written: list[dict[str, Any]] = []
+        tool_total = [0, 0]  # PreToolUse deliveries, lessons delivered
         owners = [
             (folder, name, paths)
             for folder in folders
@@ -465,11 +485,22 @@ def main() -> int:
                     str(n) for n in outcomes
                 )  # followed/ignored/contradicted/irrelevant
                 print(f"   [{source}] {statement[:110]}  ({counts})")
+            delivered_at_tools = tool_time(owner)
+            tool_total[0] += sum(n for _, n, _, _ in delivered_at_tools)
+            tool_total[1] += len(delivered_at_tools)
+            for statement, times, in_sessions, first in delivered_at_tools:
+                print(
+                    f"   [at tool time: {times} call(s), {in_sessions} session(s)] "
+                    f"{statement[:110]}  <- {first[:80]!r}"
+                )
             print(f"   proposals: {len(found)} {dict(Counter(p['change'] for p in found))}")
             for p in found:
                 print(f"   - {p['action']}/{p['change']}: {p['text'][:90]!r} ({p['source']})")
                 print(f"       {p['reason'][:160]}")
         print(f"\nproposals in all: {len(written)}")
+        print(
+            f"delivered at tool time (PreToolUse): {tool_total[0]} call(s), {tool_total[1]} lesson(s)"
+        )
         if args.proposals:
             args.proposals.write_text("".join(json.dumps(p) + "\n" for p in written))
         summary = labels_summary(args.labels, written)
