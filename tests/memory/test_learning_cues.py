@@ -433,6 +433,7 @@ TIERS = [
     ("I wonder if we should make a rule that every endpoint gets a contract test.", "C"),
     ("Add this to CLAUDE.md: we deploy from main only.", "A"),
     ("In this project we want to add a cache for the search page.", "C"),
+    ("Give me the command to run the tests in this project.", ""),
     # a hedge with a vague future is a maybe-later
     ("That seems fine for now, though we might want to revisit the cache in future.", "C"),
     ("Maybe in the future we could cache the index.", ""),

@@ -140,7 +140,7 @@ _CHATTER = re.compile(
 _TASK_START = re.compile(
     r"^(?:please\s+)?(?:fix|implement|refactor|explain|debug|investigate|look\s+at|check\s+out|"
     r"write\s+(?:a|an|the|me)|create|build|generate|show\s+me|tell\s+me|help\s+me|review|"
-    r"summari[sz]e|find|open|read|run\s+the|deploy|update\s+the|rename\s+the|delete\s+the|"
+    r"summari[sz]e|find|open|read|run\s+the|deploy|update\s+the|rename\s+the|delete\s+the|give\s+me|"
     r"can\s+you|could\s+you)\b",
     re.I,
 )
