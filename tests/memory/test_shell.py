@@ -75,8 +75,17 @@ def test_a_leading_dot_slash_is_kept() -> None:
     the placeholder keeps which one was meant."""
     assert path_placeholder("./cmd/server/") == "./cmd/"
     assert path_placeholder("cmd/server/") == "cmd/"
-    assert command_shape("go build ./cmd/server/").text == "go build ./cmd/"
+    assert command_shape("pytest ./tests/unit/").text == "pytest ./tests/"
     assert path_placeholder("./scripts/release.sh") == "./scripts/*.sh"
+
+
+def test_the_package_go_builds_is_its_target_not_a_place() -> None:
+    """`go build ./cmd/server/` builds that package: the folder is what it builds (kept whole),
+    where a test run's package varies and meets the others under its first folder."""
+    assert command_shape("go build ./cmd/server/").text == "go build ./cmd/server/"
+    assert command_shape("go run ./cmd/tool serve").text == "go run ./cmd/tool <arg>"
+    assert command_shape("go run ./cmd/main.go").text == "go run ./cmd/*.go"
+    assert command_shape("go test ./internal/store").text == "go test ./internal/"
 
 
 @pytest.mark.parametrize(
