@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from memory.maths.attribution import STOP_WORDS
 from memory.maths.ranking import clip_statement, render_line
+from memory.maths.shell import GROUPS
 from memory.maths.textnorm import estimate_tokens
 
 BRIEF_TOKENS = 800
@@ -238,15 +239,16 @@ def error_fix_commands(statement: str, extra: Mapping[str, object] | None) -> tu
     return failed, fixed_marker(spans[-1] if spans else "", failed)
 
 
-def tool_trigger(command: str) -> str:
-    """A reminder trigger for a failed command: its program, subcommand and flags, up to the
-    first path or value ("git add -A", "grep -r", "pytest"); "" when there is none.
+def tool_trigger(command: str, named: frozenset[str] = frozenset()) -> str:
+    """A reminder trigger for a failed command: its program, subcommands and flags, up to the
+    first path or value ("git add -A", "grep -r", "gh pr diff"), and any later flag in `named`
+    (the flag the error names: "gh pr diff --stat"); "" when there is none.
 
     The tool-input matcher needs every trigger word as a whole token, so paths and values
     (which change from run to run) are left out.
     """
     words: list[str] = []
-    seen_flag = False
+    seen_flag = seen_value = False
     for raw in command.split():
         word = raw.strip("'\"")
         if not words:
@@ -255,12 +257,60 @@ def tool_trigger(command: str) -> str:
                 return ""
             words.append(program.lower())
         elif _FLAG.match(word):
-            words.append(word.lower())
+            if not seen_value or word.lower() in named:
+                words.append(word.lower())
             seen_flag = True
-        elif not seen_flag and _WORD.match(word) and len(words) == 1:
-            words.append(word)  # a subcommand: "git add", "npm install"
+        elif (
+            not seen_flag
+            and not seen_value
+            and _WORD.match(word)
+            and (len(words) == 1 or (len(words) == 2 and words[1] in GROUPS.get(words[0], ())))
+        ):
+            words.append(word)  # a subcommand: "git add", "npm install", "gh pr diff"
         else:
-            break
+            seen_value = True
+            if not named:
+                break
         if len(words) >= MAX_TRIGGER_WORDS:
             break
     return " ".join(words)
+
+
+_NOT_FOUND_LESSON = re.compile(r"^When `([^`]+)` is not found\b")
+_NO_MODULE_LESSON = re.compile(r"^When `([^`]+)` cannot import `([\w.]+)`")
+_FAILS_LESSON = re.compile(r'^When `([^`]+)` fails(?: \("([^"]*)"\))?')
+_NAMED_FLAG = re.compile(r"--?[A-Za-z][\w-]*")
+_CHAIN = re.compile(r"\s+(?:&&|\|\||;)\s+")
+MAX_FIX_TRIGGER_WORDS = 6
+MAX_SHAPE_CHARS = 120  # memory.maths.learning.fixes cuts a line's shape here
+
+
+def fix_trigger(statement: str, failed: str) -> str:
+    """The trigger of an error → fix lesson, by what failed. A missing program fires on the
+    program; a missing module on the program with the module's name (`python3 yaml`); any other
+    failure on what the whole failing line ran: the program, subcommands and leading flags of
+    each command of its `&&` chain (not the output filters after a pipe), and the flag the
+    error names ("unknown flag: --stat"). A trigger as narrow as the failure keeps the lesson
+    off every other `git add` or `gh pr` call."""
+    missing = _NOT_FOUND_LESSON.match(statement)
+    if missing:
+        return tool_trigger(missing.group(1)).split(" ")[0]
+    module = _NO_MODULE_LESSON.match(statement)
+    if module:
+        program = tool_trigger(module.group(1)).split(" ")[0]
+        return f"{program} {module.group(2).split('.')[0].lower()}" if program else ""
+    fails = _FAILS_LESSON.match(statement)
+    line = fails.group(1) if fails else failed
+    if len(line) >= MAX_SHAPE_CHARS - 1:
+        line = line.rsplit(" ", 1)[0]  # cut short when captured: its last word may be half
+    named = (
+        frozenset(f.lower() for f in _NAMED_FLAG.findall(fails.group(2) or ""))
+        if fails
+        else frozenset()
+    )
+    words: list[str] = []
+    for part in _CHAIN.split(line.split(" | ")[0]):
+        for word in tool_trigger(part, named).split():
+            if word not in words:
+                words.append(word)
+    return " ".join(words[:MAX_FIX_TRIGGER_WORDS]) or tool_trigger(failed)

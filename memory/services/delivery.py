@@ -467,7 +467,7 @@ def tool_lessons(owner_id: int) -> list[ToolLesson]:
             fixed = ""
             if kind == "fix":
                 failed, fixed = maths.error_fix_commands(statement, extra)
-                trigger = trigger or maths.tool_trigger(failed)
+                trigger = trigger or maths.fix_trigger(statement, failed)
                 if not trigger:
                     continue
             lessons.append(

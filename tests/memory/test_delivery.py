@@ -284,6 +284,74 @@ def test_a_recurring_failing_command_gets_its_fix_before_it_runs_again(api: Clie
     assert hook(api, "PreToolUse", "thursday", tool_name="Bash", tool_input={"command": "ls"}) == {}
 
 
+@pytest.mark.parametrize(
+    ("statement", "trigger"),
+    [
+        (
+            "When `pytest` is not found, run it from the project's virtualenv: "
+            "`.venv/bin/pytest tests/*.py`.",
+            "pytest",
+        ),
+        (
+            "When `python3` cannot import `yaml`, run it from the project's virtualenv: "
+            "`uv run python3 -c <code>`.",
+            "python3 yaml",
+        ),
+        (
+            'When `gh pr diff <n> --stat` fails ("unknown flag: --stat"), run '
+            "`gh pr diff <n> --name-only` instead.",
+            "gh pr diff --stat",
+        ),
+        (
+            'When `git add src/*.ts && git commit -m <text> && git push` fails ("husky - '
+            'pre-commit script failed (code …)"), run `git add src/*.ts api/*.json && git '
+            "commit -m <text> && git push` instead.",
+            "git add commit -m push",
+        ),
+        (
+            'When `go test ./pkg/ -run <v> | tail` fails ("stat … directory not found"), run '
+            "`go test ./pkg/... -run <v>` instead.",
+            "go test",
+        ),
+    ],
+)
+def test_a_fix_fires_on_what_failed_not_on_every_call_of_its_program(
+    statement: str, trigger: str
+) -> None:
+    """A missing program fires on the program, a missing module with the module's name, any
+    other failure on the failing line's commands and the flag its error names."""
+    assert maths.fix_trigger(statement, "") == trigger
+
+
+@pytest.mark.django_db
+def test_a_fix_for_one_subcommand_is_not_delivered_at_another(api: Client) -> None:
+    """A lesson about `gh pr diff --stat` is no word for `gh pr list`."""
+    for session in ("monday", "tuesday"):
+        hook(
+            api,
+            "PostToolUseFailure",
+            session,
+            tool_name="Bash",
+            tool_input={"command": "gh pr diff 12 --stat"},
+            error="unknown flag: --stat",
+        )
+        hook(
+            api,
+            "PostToolUse",
+            session,
+            tool_name="Bash",
+            tool_input={"command": "gh pr diff 12 --name-only"},
+            tool_response={"stdout": "src/app.py"},
+        )
+        hook(api, "Stop", session)
+        learning.session_capture(session_pk=AgentSession.objects.get(session_id=session).pk)
+    lesson = Engram.objects.get()
+    listing = {"tool_name": "Bash", "tool_input": {"command": "gh pr list --state open"}}
+    assert hook(api, "PreToolUse", "wednesday", **listing) == {}
+    again = {"tool_name": "Bash", "tool_input": {"command": "gh pr diff 14 --stat"}}
+    assert f"[{lesson.engram_id}]" in context(hook(api, "PreToolUse", "wednesday", **again))
+
+
 @pytest.mark.django_db
 def test_a_one_off_failure_is_not_delivered(api: Client) -> None:
     fail_then_fix(api, "monday")
