@@ -240,21 +240,27 @@ def test_bad_prompts_get_a_quiet_200(api: Client, prompt: str) -> None:
 # --- PreToolUse ------------------------------------------------------------------------------
 
 
-def fail_then_fix(api: Client, session: str) -> None:
+def fail_then_fix(
+    api: Client,
+    session: str,
+    failed: str = "pytest tests/test_orders.py",
+    error: str = "pytest: command not found",
+    fixed: str = ".venv/bin/pytest tests/test_orders.py",
+) -> None:
     hook(
         api,
         "PostToolUseFailure",
         session,
         tool_name="Bash",
-        tool_input={"command": "pytest tests/test_orders.py"},
-        error="pytest: command not found",
+        tool_input={"command": failed},
+        error=error,
     )
     hook(
         api,
         "PostToolUse",
         session,
         tool_name="Bash",
-        tool_input={"command": ".venv/bin/pytest tests/test_orders.py"},
+        tool_input={"command": fixed},
         tool_response={"stdout": "3 passed"},
     )
     hook(api, "Stop", session)
@@ -327,24 +333,13 @@ def test_a_fix_fires_on_what_failed_not_on_every_call_of_its_program(
 def test_a_fix_for_one_subcommand_is_not_delivered_at_another(api: Client) -> None:
     """A lesson about `gh pr diff --stat` is no word for `gh pr list`."""
     for session in ("monday", "tuesday"):
-        hook(
+        fail_then_fix(
             api,
-            "PostToolUseFailure",
             session,
-            tool_name="Bash",
-            tool_input={"command": "gh pr diff 12 --stat"},
-            error="unknown flag: --stat",
+            "gh pr diff 12 --stat",
+            "unknown flag: --stat",
+            "gh pr diff 12 --name-only",
         )
-        hook(
-            api,
-            "PostToolUse",
-            session,
-            tool_name="Bash",
-            tool_input={"command": "gh pr diff 12 --name-only"},
-            tool_response={"stdout": "src/app.py"},
-        )
-        hook(api, "Stop", session)
-        learning.session_capture(session_pk=AgentSession.objects.get(session_id=session).pk)
     lesson = Engram.objects.get()
     listing = {"tool_name": "Bash", "tool_input": {"command": "gh pr list --state open"}}
     assert hook(api, "PreToolUse", "wednesday", **listing) == {}
