@@ -6,6 +6,7 @@ paths, then the remaining content words. A tool input "matches" when it holds en
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
@@ -295,6 +296,34 @@ def path_words(path: str) -> frozenset[str]:
     )
 
 
+# Prose an agent writes inside a shell command about its own work: a heredoc's body (a commit
+# message, a PR description) and the value of a message flag (`git commit -m "…"`, `gh pr
+# create --title "…" --body "…"`). It says what the agent meant, not what it did: a commit
+# message holding "state" neither follows nor breaks "Do not commit in a broken state".
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1.*?\n[ \t]*\2\b", re.S)
+_MESSAGE_FLAG = re.compile(
+    r"((?:^|\s)(?:-m|--message|--body|--title|--notes|--subject)(?:\s+|=))"
+    r"(\"(?:[^\"\\]|\\.)*\"|'[^']*')",
+    re.S,
+)
+
+
+def without_prose(tool_input: str) -> str:
+    """A tool input without the prose in its shell command (heredoc bodies, message flags'
+    values); other inputs, and commands with none, as they are."""
+    if "<<" not in tool_input and not any(f in tool_input for f in ("-m", "--")):
+        return tool_input
+    try:
+        value = json.loads(tool_input)
+    except (ValueError, RecursionError):
+        return _MESSAGE_FLAG.sub(r"\1''", _HEREDOC.sub(r"<<\2", tool_input))
+    command = value.get("command") if isinstance(value, dict) else None
+    if not isinstance(command, str):
+        return tool_input
+    bare = _MESSAGE_FLAG.sub(r"\1''", _HEREDOC.sub(r"<<\2", command))
+    return tool_input if bare == command else json.dumps({**value, "command": bare})
+
+
 def attribute(
     *,
     statement: str,
@@ -312,9 +341,10 @@ def attribute(
     neither followed nor contradicted is "irrelevant" when nothing in the session — no one tool
     input, prompt or other `context` — holds two of its salient terms or trigger words (DESIGN:
     the session never touched its topic), and "ignored" otherwise. Terms in `ambient` (the
-    words of the session's working folder, `path_words`) count for neither.
+    words of the session's working folder, `path_words`) count for neither, nor does the prose
+    inside a shell command (`without_prose`: a commit message says what the agent meant).
     """
-    inputs = [text for text in inputs if text]
+    inputs = [without_prose(text) for text in inputs if text]
     verdict = _attribute(
         statement=statement,
         polarity=polarity,

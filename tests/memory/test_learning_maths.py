@@ -327,6 +327,39 @@ def test_an_engram_the_session_never_touched_is_irrelevant_not_ignored() -> None
     assert trigger.result == "ignored"
 
 
+def test_the_prose_inside_a_command_is_no_evidence_for_or_against_a_rule() -> None:
+    """A commit message or a PR description says what the agent meant, not what it did: the
+    words "broken state" in one neither break "Do not commit in a broken state" nor follow
+    "Use pnpm", while the command around them still counts."""
+    from memory.maths import attribution
+
+    message = (
+        "git add src/session.py && git commit -m \"$(cat <<'EOF'\nfix: session state was "
+        'broken on resume\nEOF\n)"'
+    )
+    rule = "Do not commit in a broken state."
+    verdict = attribution.attribute(
+        statement=rule, polarity="dont", inputs=[json.dumps({"command": message})]
+    )
+    assert verdict.result != "contradicted"
+    pr = 'gh pr create --title "Use pnpm everywhere" --body "We use pnpm now" --base main'
+    assert attribution.without_prose(json.dumps({"command": pr})) == json.dumps(
+        {"command": "gh pr create --title '' --body '' --base main"}
+    )
+    follow = attribution.attribute(
+        statement="Use `pnpm` for installs.", polarity="do", inputs=[json.dumps({"command": pr})]
+    )
+    assert follow.result != "followed"
+    ran = attribution.attribute(
+        statement="Use `pnpm` for installs.",
+        polarity="do",
+        inputs=[json.dumps({"command": "pnpm install && git commit -m 'deps'"})],
+    )
+    assert ran.result == "followed"
+    code = json.dumps({"command": 'python -c "import yaml"'})
+    assert attribution.without_prose(code) == code  # code in quotes stays
+
+
 def test_the_words_of_the_working_folder_are_no_evidence_of_a_topic() -> None:
     """A rule that names the project (its folder) is not touched by every absolute path the
     session's tools use, and a path is not following it."""
