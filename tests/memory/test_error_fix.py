@@ -218,3 +218,25 @@ def test_a_program_that_says_not_found_is_not_a_missing_program() -> None:
          bash("uv run python3 -c 'import yaml; print(1)'", True)]
     )  # fmt: skip
     assert "virtualenv" in fix.statement
+
+
+def test_an_output_filters_error_is_no_lesson_about_the_command_before_it() -> None:
+    """`xcodebuild … | tail 2` fails in `tail` ("tail: 2: No such file or directory"): a
+    lesson about xcodebuild would be delivered at every build. Only trimming the output
+    differently is no way to run a command either."""
+    broken_tail = "Exit code 1\ntail: 2: No such file or directory"
+    assert L.error_fixes(
+        [bash("xcodebuild -scheme App build | tail 2", False, broken_tail),
+         bash("xcodebuild -scheme App -quiet build | tail -n 2", True)]
+    ) == []  # fmt: skip
+    no_module = "Exit code 1\nModuleNotFoundError: No module named 'yaml'"
+    assert L.error_fixes(
+        [bash("python3 -c 'import yaml'", False, no_module),
+         bash("python3 -c 'import json' | tail", True)]
+    ) == []  # fmt: skip
+    # the program's own error before a pipe still teaches
+    (fix,) = L.error_fixes(
+        [bash("gh pr diff 3 --stat | head", False, "Exit code 1\nunknown flag: --stat"),
+         bash("gh pr diff 3 --name-only | head", True)]
+    )  # fmt: skip
+    assert "--name-only" in fix.statement

@@ -269,6 +269,22 @@ def _not_an_error(output: str) -> bool:
     return is_report(output) or is_blocked(output) or bool(_NOT_ITS_ERROR.search(output[:2_000]))
 
 
+_SAYS_WHO = re.compile(r"^([\w.+-]+): ")
+
+
+def _a_filters_error(command: str, output: str) -> bool:
+    """The error is a program's after a pipe that only trims or reads the output (`| tail -2`
+    written `| tail 2`: "tail: 2: No such file or directory"): no lesson about the command
+    before the pipe."""
+    if "|" not in command:
+        return False
+    who = _SAYS_WHO.match(_first_line(output))
+    if who is None or who.group(1) not in shell.DATA_PROGRAMS:
+        return False
+    main = shell.command_shape(command).main
+    return main is not None and main.head.split(" ")[0] != who.group(1)
+
+
 def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
     """Each shell error followed (within `window` calls) by a successful similar command with a
     different input — the same program, unless the error was a missing program or module: the
@@ -285,6 +301,8 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
     for i, failed in enumerate(calls):
         if failed.success or failed.tool != "Bash" or _not_an_error(failed.output):
             continue
+        if _a_filters_error(_command(failed.tool_input), failed.output):
+            continue
         for j in range(i + 1, min(len(calls), i + 1 + window)):
             fixed = calls[j]
             if j in used or fixed.tool != failed.tool or not fixed.success:
@@ -300,8 +318,11 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
             (head_a, shape_a), (head_b, shape_b) = _main(a), _main(b)
             if kind == "error" and (head_a != head_b or shape_a == shape_b):
                 continue  # another command did something else, or the same one again
-            if _shape(failed.tool, a)[1] == _shape(fixed.tool, b)[1]:
-                continue  # the same line with other content got round it: no way to run it
+            if (
+                _shape(failed.tool, a)[1].split(" | ")[0]
+                == _shape(fixed.tool, b)[1].split(" | ")[0]
+            ):
+                continue  # the same line with other content (or output filter) got round it
             if head_a.split(" ")[0] in shell.DATA_PROGRAMS:
                 break  # looking at files (ls, grep, cat …): no practice to learn
             used.add(j)
