@@ -341,19 +341,22 @@ def attribute(
     neither followed nor contradicted is "irrelevant" when nothing in the session — no one tool
     input, prompt or other `context` — holds two of its salient terms or trigger words (DESIGN:
     the session never touched its topic), and "ignored" otherwise. Terms in `ambient` (the
-    words of the session's working folder, `path_words`) count for neither, nor does the prose
-    inside a shell command (`without_prose`: a commit message says what the agent meant).
+    words of the session's working folder, `path_words`) count for neither. The prose inside a
+    shell command (`without_prose`: a commit message says what the agent meant, not what it
+    did) is no evidence of following or breaking a rule, but it does show the session touched
+    its topic.
     """
-    inputs = [without_prose(text) for text in inputs if text]
+    inputs = [text for text in inputs if text]
     verdict = _attribute(
         statement=statement,
         polarity=polarity,
         anti_pattern=anti_pattern,
-        inputs=inputs,
+        inputs=[without_prose(text) for text in inputs],
         trigger_context=trigger_context,
         ambient=ambient,
     )
     if verdict.result == "ignored":
+        # What the agent wrote about its work does show what the session was about.
         texts = inputs + [text for text in context if text]
         trigger = salient_terms("", "", trigger_context)
         salient = salient_terms(statement, anti_pattern) - ambient
