@@ -263,8 +263,11 @@ def dry_run(transcripts: list[Transcript], *, out: TextIO) -> int:
         lessons = list(by_project.get(name, {}).values())
         total += len(lessons)
         print(f"\n{name}: {sessions[name]} session(s), {len(lessons)} lesson(s)", file=out)
-        now = [x for x in lessons if x[1].tier != learning.TIER_INFERRED or len(x[2]) > 1]
-        later = [x for x in lessons if x not in now]
+        now: list[tuple[Transcript, learning.LessonDraft, set[str]]] = []
+        later: list[tuple[Transcript, learning.LessonDraft, set[str]]] = []
+        for lesson in lessons:  # a candidate said in another session is promoted on recurrence
+            active = lesson[1].tier != learning.TIER_INFERRED or len(lesson[2]) > 1
+            (now if active else later).append(lesson)
         active += len(now)
         for title, group in (
             ("active at once (said as a standing rule, or said again in another session)", now),

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from memory.maths.attribution import STOP_WORDS
+from memory.maths.learning.fixes import MAX_SHAPE_CHARS, lesson_parts
 from memory.maths.ranking import clip_statement, render_line
 from memory.maths.shell import GROUPS
 from memory.maths.textnorm import estimate_tokens
@@ -276,13 +277,9 @@ def tool_trigger(command: str, named: frozenset[str] = frozenset()) -> str:
     return " ".join(words)
 
 
-_NOT_FOUND_LESSON = re.compile(r"^When `([^`]+)` is not found\b")
-_NO_MODULE_LESSON = re.compile(r"^When `([^`]+)` cannot import `([\w.]+)`")
-_FAILS_LESSON = re.compile(r'^When `([^`]+)` fails(?: \("([^"]*)"\))?')
 _NAMED_FLAG = re.compile(r"--?[A-Za-z][\w-]*")
 _CHAIN = re.compile(r"\s+(?:&&|\|\||;)\s+")
 MAX_FIX_TRIGGER_WORDS = 6
-MAX_SHAPE_CHARS = 120  # memory.maths.learning.fixes cuts a line's shape here
 
 
 def fix_trigger(statement: str, failed: str) -> str:
@@ -292,22 +289,15 @@ def fix_trigger(statement: str, failed: str) -> str:
     each command of its `&&` chain (not the output filters after a pipe), and the flag the
     error names ("unknown flag: --stat"). A trigger as narrow as the failure keeps the lesson
     off every other `git add` or `gh pr` call."""
-    missing = _NOT_FOUND_LESSON.match(statement)
-    if missing:
-        return tool_trigger(missing.group(1)).split(" ")[0]
-    module = _NO_MODULE_LESSON.match(statement)
-    if module:
-        program = tool_trigger(module.group(1)).split(" ")[0]
-        return f"{program} {module.group(2).split('.')[0].lower()}" if program else ""
-    fails = _FAILS_LESSON.match(statement)
-    line = fails.group(1) if fails else failed
+    kind, line, names = lesson_parts(statement) or ("error", failed, "")
+    if kind == "not found":
+        return tool_trigger(line).split(" ")[0]
+    if kind == "no module":
+        program = tool_trigger(line).split(" ")[0]
+        return f"{program} {names.split('.')[0].lower()}" if program else ""
     if len(line) >= MAX_SHAPE_CHARS - 1:
         line = line.rsplit(" ", 1)[0]  # cut short when captured: its last word may be half
-    named = (
-        frozenset(f.lower() for f in _NAMED_FLAG.findall(fails.group(2) or ""))
-        if fails
-        else frozenset()
-    )
+    named = frozenset(f.lower() for f in _NAMED_FLAG.findall(names))
     words: list[str] = []
     for part in _CHAIN.split(line.split(" | ")[0]):
         for word in tool_trigger(part, named).split():

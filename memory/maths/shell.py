@@ -100,7 +100,7 @@ EXTENSIONS = frozenset(
 )  # fmt: skip
 
 _SUBCOMMAND = re.compile(r"^[A-Za-z][\w.:+-]*$")
-GO_BUILDS = frozenset({"build", "run", "install"})
+_GO_BUILDS = frozenset({"build", "run", "install"})
 _GO_PACKAGE = re.compile(r"^\./(?!.*\.go$)[\w.-]+(?:/[\w.-]+){0,3}/?$")  # ./cmd/server/, not x.go
 _NUMBER = re.compile(r"^[+-]?\d+(\.\d+)?[smhdkKMG%]?$")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -320,7 +320,7 @@ def _shape(words: list[tuple[str, bool, str]], assignments: list[str], cwd: str)
     dropped_flag = False
     # What `go build` / `go run` / `go install` builds is a package of the project, named by
     # its folder: the folder is the target, not a place that varies (`./cmd/server/` stays).
-    builds = base == "go" and len(head) > 1 and head[-1] in GO_BUILDS
+    builds = base == "go" and len(head) > 1 and head[-1] in _GO_BUILDS
     for word, quoted, kind in args:
         if word.startswith("-") and not quoted and len(word) > 1:
             value_of_flag = False

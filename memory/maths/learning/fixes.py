@@ -150,9 +150,9 @@ def _first_line(text: str, limit: int = 160) -> str:
     """The line of a failure's output that says what went wrong (the first line otherwise)."""
     lines = [line.strip() for line in _ANSI.sub("", text[:20_000]).splitlines()]
     lines = [line for line in lines if line and not _EXIT.match(line)]
-    for pattern in (_ERROR_START, _ERROR_WORD):
+    for pattern in (_ERROR_START, _ERROR_WORD):  # a line that starts as an error, else names one
         for line in lines[:80]:
-            if pattern.search(line) if pattern is _ERROR_WORD else pattern.match(line):
+            if pattern.search(line):
                 return line[:limit]
     return lines[0][:limit] if lines else ""
 
@@ -256,6 +256,26 @@ def lesson(tool: str, failed: str, fixed: str, output: str) -> tuple[str, str]:
 
 
 _FAILED_OF = re.compile(r"^When `([^`]+)`")
+# A lesson worded by `lesson`, read back: what failed and how ("is not found", "cannot import
+# `M`", "fails (\"the error line\")").
+_LESSON_WORDING = re.compile(
+    r"^When `(?P<what>[^`]+)` (?:(?P<missing>is not found)\b|cannot import `(?P<module>[\w.]+)`"
+    r"|fails(?: \(\"(?P<said>[^\"]*)\"\))?)"
+)
+
+
+def lesson_parts(statement: str) -> tuple[str, str, str] | None:
+    """(kind, what failed, what it names) of a lesson worded by `lesson`: ("not found",
+    program, ""), ("no module", program, module), ("error", the failing line, the error line
+    quoted or ""); None for any other wording (a lesson an LLM or a person worded)."""
+    found = _LESSON_WORDING.match(statement)
+    if found is None:
+        return None
+    if found["missing"]:
+        return "not found", found["what"], ""
+    if found["module"]:
+        return "no module", found["what"], found["module"]
+    return "error", found["what"], found["said"] or ""
 
 
 def failed_of(statement: str) -> str:
@@ -318,10 +338,8 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
             (head_a, shape_a), (head_b, shape_b) = _main(a), _main(b)
             if kind == "error" and (head_a != head_b or shape_a == shape_b):
                 continue  # another command did something else, or the same one again
-            if (
-                _shape(failed.tool, a)[1].split(" | ")[0]
-                == _shape(fixed.tool, b)[1].split(" | ")[0]
-            ):
+            line_a, line_b = _shape(failed.tool, a)[1], _shape(fixed.tool, b)[1]
+            if line_a.split(" | ")[0] == line_b.split(" | ")[0]:
                 continue  # the same line with other content (or output filter) got round it
             if head_a.split(" ")[0] in shell.DATA_PROGRAMS:
                 break  # looking at files (ls, grep, cat …): no practice to learn
