@@ -11,7 +11,6 @@ import re
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from functools import lru_cache
 
 MATCH_SHARE = 0.6  # share of the key terms an input must contain to match
 TOUCH_TERMS = 2  # salient terms one input or prompt must hold for the session to touch a topic
@@ -309,7 +308,6 @@ _MESSAGE_FLAG = re.compile(
 )
 
 
-@lru_cache(maxsize=4096)  # a session's inputs are read once per engram delivered in it
 def without_prose(tool_input: str) -> str:
     """A tool input without the prose in its shell command (heredoc bodies, message flags'
     values); other inputs, and commands with none, as they are."""
