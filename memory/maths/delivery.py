@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from memory.maths.attribution import STOP_WORDS
 from memory.maths.learning.fixes import MAX_SHAPE_CHARS, lesson_parts
 from memory.maths.ranking import clip_statement, render_line
-from memory.maths.shell import GROUPS
+from memory.maths.shell import FEEDERS, GROUPS, RUNNER_VALUE_FLAGS, RUNNERS
 from memory.maths.textnorm import estimate_tokens
 
 BRIEF_TOKENS = 800
@@ -250,13 +250,23 @@ def tool_trigger(command: str, named: frozenset[str] = frozenset()) -> str:
     """
     words: list[str] = []
     seen_flag = seen_value = False
-    for raw in command.split():
+    runner = 0  # the words that only run the program after them (`uv run`, `npx`)
+    raws = iter(command.split())
+    for raw in raws:
         word = raw.strip("'\"")
-        if not words:
+        if not words or len(words) == runner:
+            if runner and word in RUNNER_VALUE_FLAGS:
+                next(raws, None)  # a runner's flag and its value (`uv run --project <path>`)
+                continue
             program = word.rsplit("/", 1)[-1]
             if not program or not _WORD.match(program.lower()):
-                return ""
+                return " ".join(words)
             words.append(program.lower())
+            if (program.lower(), "") in RUNNERS:
+                runner = len(words)
+        elif runner == 0 and len(words) == 1 and (words[0], word) in RUNNERS:
+            words.append(word)
+            runner = 2
         elif _FLAG.match(word):
             if not seen_value or word.lower() in named:
                 words.append(word.lower())
@@ -265,7 +275,10 @@ def tool_trigger(command: str, named: frozenset[str] = frozenset()) -> str:
             not seen_flag
             and not seen_value
             and _WORD.match(word)
-            and (len(words) == 1 or (len(words) == 2 and words[1] in GROUPS.get(words[0], ())))
+            and (
+                len(words) == runner + 1
+                or (len(words) == runner + 2 and words[-1] in GROUPS.get(words[-2], ()))
+            )
         ):
             words.append(word)  # a subcommand: "git add", "npm install", "gh pr diff"
         else:
@@ -280,6 +293,13 @@ def tool_trigger(command: str, named: frozenset[str] = frozenset()) -> str:
 _NAMED_FLAG = re.compile(r"--?[A-Za-z][\w-]*")
 _CHAIN = re.compile(r"\s+(?:&&|\|\||;)\s+")
 MAX_FIX_TRIGGER_WORDS = 6
+
+
+def _fed(line: str) -> str:
+    """The command of a pipeline that is not an output filter nor what feeds it its input
+    (`echo | app sync | tail` → `app sync`)."""
+    pieces = line.split(" | ")
+    return next((p for p in pieces if p.split(" ")[0] not in FEEDERS), pieces[0])
 
 
 def fix_trigger(statement: str, failed: str) -> str:
@@ -299,7 +319,7 @@ def fix_trigger(statement: str, failed: str) -> str:
         line = line.rsplit(" ", 1)[0]  # cut short when captured: its last word may be half
     named = frozenset(f.lower() for f in _NAMED_FLAG.findall(names))
     words: list[str] = []
-    for part in _CHAIN.split(line.split(" | ")[0]):
+    for part in _CHAIN.split(_fed(line)):
         for word in tool_trigger(part, named).split():
             if word not in words:
                 words.append(word)

@@ -47,6 +47,17 @@ RUNNERS = frozenset(
         ("bunx", ""),
     }
 )
+# A runner's flags that take a value (`uv run --python 3.12 pytest`), and among them those that
+# add the package the program comes from (`uvx --from ruff-lsp ruff`, `npx -p typescript tsc`).
+RUNNER_VALUE_FLAGS = frozenset(
+    {
+        "--with", "--with-editable", "--with-requirements", "--from", "--package", "-p",
+        "--python", "--directory", "--project", "--env-file", "--extra", "--group",
+        "--only-group", "--index", "--filter", "-C", "--cwd",
+    }
+)  # fmt: skip
+RUNNER_PACKAGE_FLAGS = frozenset({"--with", "--from", "--package"})
+RUNNER_PLACE_FLAGS = frozenset({"--project", "--directory", "-C", "--cwd"})
 # Package managers that also run a project's own program or script by its name (`pnpm tsc`,
 # `yarn lint`, `bun run test`): with RUNNERS, the ways a machine reaches a project's tool.
 PACKAGE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun"})
@@ -61,6 +72,8 @@ DATA_PROGRAMS = frozenset(
         "realpath", "readlink", "jq", "yq", "curl", "wget", "tree", "ps", "lsof", "date",
     }
 )  # fmt: skip
+# Programs that only feed the next one in a pipe its input (`echo y | app sync`).
+FEEDERS = frozenset({"echo", "printf", "yes"})
 # Programs whose first subcommand may be a group with subcommands of its own (`gh pr create`,
 # `docker compose up`, `npm run build`): only these groups take a second level.
 GROUPS: dict[str, frozenset[str]] = {
@@ -129,7 +142,7 @@ class CommandShape:
     def main(self) -> Command | None:
         """The command the line is for: the first that is not scene-setting or `echo`."""
         for command in self.commands:
-            if command.head not in SETUP and command.head not in ("source", ".", "echo"):
+            if command.head not in SETUP and command.head not in ("source", ".", *FEEDERS):
                 return command
         return self.commands[0] if self.commands else None
 
@@ -289,13 +302,13 @@ def _shape(words: list[tuple[str, bool, str]], assignments: list[str], cwd: str)
                     continue
                 break
             continue
-        if (program, "") in RUNNERS:
-            continue
-        if position < len(words) and (program, words[position][0]) in RUNNERS:
+        runner = (program, "") in RUNNERS
+        if not runner and position < len(words) and (program, words[position][0]) in RUNNERS:
             head.append(words[position][0])
             position += 1
-            while position < len(words) and words[position][0].startswith("-"):
-                position += 1
+            runner = True
+        if runner:
+            position = _runner_flags(words, position, head, cwd)
             continue
         break
     program = head[-1] if head else ""
@@ -348,6 +361,29 @@ def _shape(words: list[tuple[str, bool, str]], assignments: list[str], cwd: str)
     return Command(head=head_text, shape=shape)
 
 
+def _runner_flags(
+    words: list[tuple[str, bool, str]], position: int, head: list[str], cwd: str
+) -> int:
+    """Skip a runner's flags before the program it runs (`uv run --quiet`), with the value of
+    one that takes a value (`--python 3.12`); the packages it adds are kept, as they are what
+    makes the program run (`uv run --with jsonschema python3`), and so is the project it runs
+    in (`uv run --project <path> app`: run from elsewhere, the program is not found). The
+    position of the program."""
+    while position < len(words) and words[position][0].startswith("-"):
+        flag, _, value = words[position][0].partition("=")
+        position += 1
+        if flag not in RUNNER_VALUE_FLAGS:
+            continue
+        if not value and position < len(words):
+            value = words[position][0]
+            position += 1
+        if flag in RUNNER_PACKAGE_FLAGS and value and not is_path_like(value):
+            head += [flag, value[:60]]
+        elif flag in RUNNER_PLACE_FLAGS:
+            head += [flag, path_placeholder(value, cwd) if is_path_like(value) else "<v>"]
+    return position
+
+
 def _is_subcommand(word: tuple[str, bool, str]) -> bool:
     value, quoted, kind = word
     return (
@@ -375,8 +411,10 @@ def _render(node: Any, cwd: str, found: list[Command]) -> str:
         shown = [p for p in pieces if p]
         if not shown:
             return ""
-        # After a pipe only the program counts (`| tail`, `| grep`): it shapes the output.
-        return " | ".join([shown[0], *(p.split(" ")[0] for p in shown[1:])])
+        # After a pipe only the program counts (`| tail`, `| grep`): it shapes the output. What
+        # feeds a program its input (`echo y | app sync`) is the input, not the practice.
+        main = next((i for i, p in enumerate(shown) if p.split(" ")[0] not in FEEDERS), 0)
+        return " | ".join(p if i == main else p.split(" ")[0] for i, p in enumerate(shown))
     if kind == "list":
         operator = next((c.type for c in node.children if c.type in ("&&", "||", ";")), "&&")
         pieces = [_render(child, cwd, found) for child in node.named_children]

@@ -81,6 +81,11 @@ def test_the_brief_stays_within_its_budget_and_counts_the_rest() -> None:
         ("pytest tests/test_x.py -q", "pytest"),
         ("/usr/bin/npm install left-pad", "npm install"),
         ("./run.sh", ""),
+        # a runner's program is the practice, not the runner (every `uv run` is not `pytest`)
+        ("uv run pytest tests/ -x", "uv run pytest"),
+        ("uv run --project <path> app sync", "uv run app sync"),
+        ("npx eslint src/", "npx eslint"),
+        ("poetry run python -m app", "poetry run python -m"),
     ],
 )
 def test_the_trigger_of_a_failed_command_is_its_program_subcommand_and_flags(
@@ -318,6 +323,15 @@ def test_a_recurring_failing_command_gets_its_fix_before_it_runs_again(api: Clie
             'When `go test ./pkg/ -run <v> | tail` fails ("stat … directory not found"), run '
             "`go test ./pkg/... -run <v>` instead.",
             "go test",
+        ),
+        (  # what feeds the failing program its input is not what failed
+            'When `echo | app import --dry-run` fails ("error: no project here"), run '
+            "`uv run --project <path> app import --dry-run` instead.",
+            "app import --dry-run",
+        ),
+        (
+            "When `zig` is not found, run it as `/opt/zig/bin/zig`: `zig build <arg>`.",
+            "zig",
         ),
     ],
 )

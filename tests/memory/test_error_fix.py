@@ -240,3 +240,88 @@ def test_an_output_filters_error_is_no_lesson_about_the_command_before_it() -> N
          bash("gh pr diff 3 --name-only | head", True)]
     )  # fmt: skip
     assert "--name-only" in fix.statement
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Exit code 143",  # killed (a timeout, an interrupt): nothing says what went wrong
+        "Exit code 1",  # a check that answered no (`git config --get`, `grep -q`)
+        "Exit code 1\nCommand timed out after 2m 0s",  # the Bash tool's limit, not the command
+        "<tool_use_error>Cancelled: parallel tool call Bash(ls) errored</tool_use_error>",
+        "Use the Read tool to read file contents",  # the harness wants another tool
+        "Tool permission request failed: AbortError",
+    ],
+)
+def test_a_failure_that_says_no_error_of_its_own_is_no_lesson(output: str) -> None:
+    calls = [bash("make build ARCH=arm64", False, output), bash("make build ARCH=arm64 -j1", True)]
+    assert L.error_fixes(calls) == []
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Exit code 1\nWould reformat: src/app.py\n1 file would be reformatted",
+        "Exit code 1\nunformatted: File would be reformatted\n --> src/app.py:3:1",
+        "Exit code 1\nDiff in /home/me/proj/src/main.rs:12:\n-    let x=1;\n+    let x = 1;",
+        "Exit code 1\nChecking formatting...\n[warn] src/a.ts\n[warn] Code style issues found in the"
+        " above file. Run Prettier with --write to fix.",
+        "Exit code 5\n============ test session starts ============\ncollected 12 items / 12 "
+        "deselected / 0 selected\n=========== 12 deselected in 0.03s ===========\n"
+        "no tests ran in 0.03s",
+        "Exit code 5\nno tests collected (12 deselected) in 0.03s",
+        "Exit code 8\nbuild\tpending\t0\thttps://example.test/run/1\t\nlint\tpass\t12s\thttps://"
+        "example.test/run/2\t",
+    ],
+)
+def test_a_formatter_check_an_empty_test_run_or_pending_checks_are_results(output: str) -> None:
+    assert L.is_report(output)
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        "Permission for this action was denied by the Claude Code auto mode classifier. Reason: "
+        "it deletes a remote branch.",
+        "Permission to use Bash with command rm -r build has been denied.",
+        "BLOCKED by the project's guard\n\nReason: discards uncommitted changes.",
+        "<tool_use_error>Blocked: sleep 60 followed by: make check.</tool_use_error>",
+        "This session may only touch its own worktree; refusing to run it. Refusing to run it - "
+        "run the equivalent from the worktree.",
+        "The user doesn't want to take this action right now. STOP what you are doing.",
+    ],
+)
+def test_a_refusal_by_the_harness_a_guard_or_the_person_is_no_error(refusal: str) -> None:
+    assert L.is_blocked(refusal)
+    calls = [bash("git push origin main", False, refusal), bash("git push origin feature", True)]
+    assert L.error_fixes(calls) == []
+
+
+def test_a_missing_program_is_a_lesson_only_when_the_fix_reaches_it() -> None:
+    """The fix runs the program (by a path, through a runner) or installs it; doing the job with
+    another program, or a command that never needed the one that was missing, teaches nothing
+    about it."""
+    missing = "Exit code 127\n/bin/bash: line 1: {}: command not found"
+    query = "mysql -u app -e 'select count(*) from orders'"
+    assert L.error_fixes(
+        [bash(query, False, missing.format("mysql")),
+         bash("python3 -c 'import db; print(db.count(\"orders\"))'", True)]
+    ) == []  # fmt: skip
+    # a pipe's program was missing (PATH cut short), the fix dropped the pipe
+    assert L.error_fixes(
+        [bash('export PATH="/opt/zig/bin" && zig build test | head -3', False,
+              missing.format("head")),
+         bash('export PATH="/opt/zig/bin:/usr/bin" && zig build test', True)]
+    ) == []  # fmt: skip
+    (by_path,) = L.error_fixes(
+        [bash("zig build test", False, missing.format("zig")),
+         bash("cd /home/me/app/zig && /opt/zig/bin/zig build test", True)]
+    )  # fmt: skip
+    assert by_path.statement == (
+        "When `zig` is not found, run it as `/opt/zig/bin/zig`: `zig build <arg>`."
+    )
+    (installed,) = L.error_fixes(
+        [bash("npm run build", False, "Exit code 127\n> build\n> tsc\nsh: tsc: command not found"),
+         bash("npm ci && npm run build", True)]
+    )  # fmt: skip
+    assert "npm ci" in installed.statement

@@ -95,3 +95,17 @@ def test_the_package_go_builds_is_its_target_not_a_place() -> None:
 def test_any_input_gives_a_shape_and_never_raises(command: str) -> None:
     shape = command_shape(command)
     assert len(shape.text) <= 200
+
+
+def test_a_runners_flags_are_skipped_but_the_packages_it_adds_are_kept() -> None:
+    """`uv run --quiet --with rich python` runs python with rich: the package is the practice,
+    `--python 3.12`'s value is not a program."""
+    assert command_shape("uv run --quiet --with rich python3 -c 'import rich'").text == (
+        "uv run --with rich python3 -c <code>"
+    )
+    assert command_shape("uv run --python 3.12 pytest tests/ -x").text == (
+        "uv run pytest tests/ -x"
+    )
+    assert command_shape("uvx --from=ruff-lsp ruff check").text == (
+        "uvx --from ruff-lsp ruff check"
+    )

@@ -44,7 +44,12 @@ _REPORT = re.compile(
     r"|^\S+\.\w+:\d+: error: "  # mypy
     r"|^✖ \d+ problems?"  # eslint
     r"|^\d+ errors? and \d+ warnings? potentially fixable"
-    r"|^Ran \d+ tests? in [\d.]+s$",  # unittest
+    r"|^Ran \d+ tests? in [\d.]+s$"  # unittest
+    r"|^(?:=+ )?no tests (?:ran|collected)\b"  # pytest found nothing to run (exit 5)
+    r"|^(?:unformatted: File )?[Ww]ould (?:be )?reformat|^\d+ files? would be reformatted"  # ruff, black
+    r"|^Diff in \S+:\d+:"  # cargo fmt --check, rustfmt --check
+    r"|^\[warn\] Code style issues found"  # prettier --check
+    r"|^[^\t\n]+\t(?:pending|fail|pass|skipping|cancel)\t",  # gh pr checks: the checks' states
     re.M,
 )
 # A call a hook or the person refused (PreToolUse deny, a blocking exit, a rejected tool use):
@@ -53,8 +58,10 @@ _BLOCKED = re.compile(
     r"The user doesn't want to proceed with this tool use|tool use was rejected"
     r"|\bhook\b[^\n]{0,80}\b(?:block|blocked|blocking|den(?:y|ied)|refus\w*|prevent\w*)\b"
     r"|\b(?:block|blocked|den(?:y|ied)|refused)\b[^\n]{0,40}\bhook\b"
-    r"|PreToolUse:\w+ hook|permissionDecision\W+deny",
-    re.I,
+    r"|PreToolUse:\w+ hook|permissionDecision\W+deny"
+    r"|The user doesn't want to take this action|<tool_use_error>Blocked\b|(?-i:^BLOCKED\b)"
+    r"|^Permission (?:for this action|to use \w+)\b[^\n]{0,400}\bdenied\b|\bRefusing to run\b",
+    re.I | re.M,
 )
 # Ways to get past the project's hooks: never part of a proposed fix.
 _BYPASS = re.compile(
@@ -76,8 +83,16 @@ def is_blocked(output: str) -> bool:
     return bool(_BLOCKED.search(output[:5_000]))
 
 
-# Claude Code cancels the other calls of a batch when one fails: not this call's error.
-_NOT_ITS_ERROR = re.compile(r"Sibling tool call errored|<tool_use_error>Cancelled", re.I)
+# Claude Code cancels the other calls of a batch when one fails, and stops a command that runs
+# past the Bash tool's time limit: neither is this command's error.
+# Nor is the harness declining to run it (a tool it wants used instead, a permission check that
+# could not run, a working folder that vanished).
+_NOT_ITS_ERROR = re.compile(
+    r"Sibling tool call errored|<tool_use_error>Cancelled|^Command timed out after\b"
+    r"|^Use the \w+ tool\b|^Tool permission request failed\b|is temporarily unavailable, so auto"
+    r" mode\b|^Working directory \S+ was deleted",
+    re.I | re.M,
+)
 
 
 def has_bypass(command: str) -> bool:
@@ -227,6 +242,17 @@ def _shape(tool: str, command: str) -> tuple[str, str]:
     return head, (parsed.text or command.strip())[:MAX_SHAPE_CHARS]
 
 
+def _bare(head: str) -> str:
+    """A command's head without a runner's flags (`uv run --project <path> app` → `uv run
+    app`): run with other flags, it is the same program."""
+    words, bare = head.split(" "), []
+    for i, word in enumerate(words):
+        if word in shell.RUNNER_VALUE_FLAGS or (i and words[i - 1] in shell.RUNNER_VALUE_FLAGS):
+            continue
+        bare.append(word)
+    return " ".join(bare)
+
+
 def _main(command: str) -> tuple[str, str]:
     """(head, shape) of the command a shell line is for (`git push`, `git push -u <v> <arg>`)."""
     main = shell.command_shape(command).main
@@ -245,6 +271,9 @@ def lesson(tool: str, failed: str, fixed: str, output: str) -> tuple[str, str]:
                 f"When `{subject}` is not found, run it from the project's virtualenv: "
                 f"`{fixed_shape}`."
             ), key
+        path = _path_to(subject, fixed)  # the shape names a program by its name alone
+        if path:
+            return f"When `{subject}` is not found, run it as `{path}`: `{fixed_shape}`.", key
         return f"When `{subject}` is not found, run `{fixed_shape}` instead.", key
     if kind == "no module":
         where = " from the project's virtualenv" if _VIRTUALENV.search(fixed) else ""
@@ -286,7 +315,42 @@ def failed_of(statement: str) -> str:
 
 
 def _not_an_error(output: str) -> bool:
-    return is_report(output) or is_blocked(output) or bool(_NOT_ITS_ERROR.search(output[:2_000]))
+    return (
+        is_report(output)
+        or is_blocked(output)
+        or bool(_NOT_ITS_ERROR.search(output[:2_000]))
+        or not _first_line(output)  # an exit code alone: killed, or a check that answered no
+    )
+
+
+# Ways a fix makes a missing program available: installing it or the project's dependencies,
+# or running it through a tool that fetches it.
+_INSTALLS = re.compile(
+    r"\b(?:npm|pnpm|yarn|bun)\s+(?:install|i|add|ci)\b|\bpip3?\s+install\b"
+    r"|\buv\s+(?:sync|add|pip\s+install|tool\s+install)\b|\b(?:go|cargo|gem|pipx)\s+install\b"
+    r"|\bbrew\s+install\b|\bapt(?:-get)?\s+install\b|\bpoetry\s+install\b",
+    re.I,
+)
+
+
+def _reaches(program: str, command: str) -> bool:
+    """The fix runs the missing program (by name or path, through a runner or a package
+    manager) or installs it: a way to have it. Doing the job with another program (`psql` not
+    found, a query through `node -e`) or a command that never needed it is no lesson about it."""
+    if _VIRTUALENV.search(command) or _INSTALLS.search(command):
+        return True
+    return re.search(r"(?<![\w.-])" + re.escape(program) + r"(?![\w-])", command) is not None
+
+
+def _path_to(program: str, command: str) -> str:
+    """The path the fix runs the missing program by (`/usr/local/go/bin/go`, `~/go/bin/swag`),
+    or "" when it runs it by name."""
+    found = re.search(  # in a command's place: first, or after an operator or a wrapper
+        r"(?:^|[;&|(]|\b(?:sudo|exec|env|time|nohup))\s*(?:\w+=\S*\s+)*"
+        r"((?:/|~/)[^\s;&|()'\"]*/" + re.escape(program) + r")(?=$|[\s;&|)])",
+        command,
+    )
+    return found.group(1) if found else ""
 
 
 _SAYS_WHO = re.compile(r"^([\w.+-]+): ")
@@ -334,12 +398,16 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
                 break  # the next step got past a hook: nothing to teach
             if is_destructive(b) and not is_destructive(a):
                 break  # it was forced through (a force push, a hard reset): nothing to teach
-            kind, _ = error_kind(failed.output)
+            kind, subject = error_kind(failed.output)
+            if kind == "not found" and not _reaches(subject, b):
+                continue  # another way to do the job, or a command that never needed it
             (head_a, shape_a), (head_b, shape_b) = _main(a), _main(b)
-            if kind == "error" and (head_a != head_b or shape_a == shape_b):
+            if kind == "error" and (_bare(head_a) != _bare(head_b) or shape_a == shape_b):
                 continue  # another command did something else, or the same one again
             line_a, line_b = _shape(failed.tool, a)[1], _shape(fixed.tool, b)[1]
-            if line_a.split(" | ")[0] == line_b.split(" | ")[0]:
+            if line_a.split(" | ")[0] == line_b.split(" | ")[0] and not (
+                kind == "not found" and _path_to(subject, b)
+            ):
                 continue  # the same line with other content (or output filter) got round it
             if head_a.split(" ")[0] in shell.DATA_PROGRAMS:
                 break  # looking at files (ls, grep, cat …): no practice to learn
