@@ -270,6 +270,7 @@ def reminders_for(
     """Active reminder-level engrams of `scope` and global whose trigger fires for the input."""
     scopes = {s for s in (scope, GLOBAL_SCOPE) if token.allows_scope(s)}
     now = timezone.now()
+    haystack = attribution.without_prose(tool_input)  # a commit message is not what it runs
     hits: list[Reminder] = []
     for reminder in _owner_reminders(token.owner_id):
         if reminder.scope not in scopes or not reminder.valid(now):
@@ -277,7 +278,7 @@ def reminders_for(
         if attribution.trigger_matches(
             trigger_context=reminder.trigger_context,
             statement=reminder.statement,
-            tool_input=tool_input,
+            tool_input=haystack,
         ):
             hits.append(reminder)
             if len(hits) >= limit:

@@ -490,7 +490,8 @@ def tool_deliver(
     if not tool_input:
         return Delivery()
     scopes = _visible(scope, token_scopes)
-    haystack = tool_input[:20_000]
+    # What the command says about itself (a commit message, a PR body) is not what it runs.
+    haystack = attribution.without_prose(tool_input[:20_000])
     lowered = haystack.lower()
     hits: list[ToolLesson] = []
     for lesson in tool_lessons(getattr(owner, "pk", owner)):

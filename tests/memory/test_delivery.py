@@ -362,6 +362,25 @@ def test_a_fix_for_one_subcommand_is_not_delivered_at_another(api: Client) -> No
 
 
 @pytest.mark.django_db
+def test_a_fix_is_not_delivered_for_what_a_commit_message_says(api: Client) -> None:
+    """The prose inside a command (a heredoc, `-m "…"`) is not what it runs: a commit whose
+    message mentions `gh pr diff --stat` is not that command."""
+    for session in ("monday", "tuesday"):
+        fail_then_fix(
+            api, session, "gh pr diff 12 --stat", "unknown flag: --stat", "gh pr diff 12 --name-only"
+        )
+    message = "docs: say that gh pr diff has no --stat flag"
+    for command in (
+        f'git commit -m "{message}"',
+        f"git commit -F - <<'EOF'\n{message}\nEOF",
+    ):
+        tool = {"tool_name": "Bash", "tool_input": {"command": command}}
+        assert hook(api, "PreToolUse", "wednesday", **tool) == {}
+    again = {"tool_name": "Bash", "tool_input": {"command": "gh pr diff 14 --stat"}}
+    assert context(hook(api, "PreToolUse", "wednesday", **again))
+
+
+@pytest.mark.django_db
 def test_a_one_off_failure_is_not_delivered(api: Client) -> None:
     fail_then_fix(api, "monday")
     tool = {"tool_name": "Bash", "tool_input": {"command": "pytest tests/test_users.py"}}
