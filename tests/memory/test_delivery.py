@@ -367,7 +367,11 @@ def test_a_fix_is_not_delivered_for_what_a_commit_message_says(api: Client) -> N
     message mentions `gh pr diff --stat` is not that command."""
     for session in ("monday", "tuesday"):
         fail_then_fix(
-            api, session, "gh pr diff 12 --stat", "unknown flag: --stat", "gh pr diff 12 --name-only"
+            api,
+            session,
+            "gh pr diff 12 --stat",
+            "unknown flag: --stat",
+            "gh pr diff 12 --name-only",
         )
     message = "docs: say that gh pr diff has no --stat flag"
     for command in (
