@@ -489,12 +489,15 @@ def tool_deliver(
     """Lessons whose trigger fires for this tool input, each at most once per session."""
     if not tool_input:
         return Delivery()
+    lessons = tool_lessons(getattr(owner, "pk", owner))
+    if not lessons:
+        return Delivery()
     scopes = _visible(scope, token_scopes)
     # What the command says about itself (a commit message, a PR body) is not what it runs.
     haystack = attribution.without_prose(tool_input[:20_000])
     lowered = haystack.lower()
     hits: list[ToolLesson] = []
-    for lesson in tool_lessons(getattr(owner, "pk", owner)):
+    for lesson in lessons:
         if lesson.scope not in scopes or not _valid(lesson.valid_from, lesson.valid_until, now):
             continue
         if lesson.fixed and attribution.has_term(lesson.fixed.lower(), lowered):
