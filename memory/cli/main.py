@@ -143,6 +143,12 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`engram doctor | head -3`): stop quietly, as `cat` would, and
+        # keep Python from reporting the failed flush of stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     return 2
 
 

@@ -87,3 +87,27 @@ def test_engram_hook_missing_from_path_fails_only_when_hooks_run_it(tmp_path: Pa
 
 def test_no_transcript_folder_yet_is_fine(tmp_path: Path) -> None:
     assert check_transcripts(context(tmp_path)).passed
+
+
+def test_a_reader_that_goes_away_stops_the_command_quietly(tmp_path: Path) -> None:
+    """`engram doctor | head -1`: the pipe closes under it; no traceback, the exit code of a
+    command stopped by SIGPIPE."""
+    import os
+    import subprocess
+    import sys
+
+    read, write_end = os.pipe()
+    os.close(read)  # the reader is gone before the first line
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "memory.cli.main", "doctor", "--url", "http://127.0.0.1:9"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "HOME": str(tmp_path), "ENGRAM_TOKEN": "t"},
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert b"Traceback" not in done.stderr, done.stderr.decode()
+    assert done.returncode == 141
