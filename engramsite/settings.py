@@ -257,7 +257,7 @@ BROKER_DIR = DATA_DIR / "broker"
 if not CELERY_BROKER_URL:
     # Embedded mode: kombu's filesystem transport, shared by web, worker and beat through
     # the data directory. No server to install, and tasks still run in a real worker.
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "filesystem://localhost//"  # with a host: kombu warns without one
     # kombu's, with each message written whole before it is in the queue (engramsite/broker.py)
     CELERY_BROKER_TRANSPORT = "engramsite.broker:Transport"
     for sub in ("queue", "processed", "results", "control"):

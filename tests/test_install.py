@@ -229,6 +229,8 @@ def test_the_installed_package_serves_the_dashboard_with_css_the_api_and_healthz
         check=True,
     ).stdout
     assert where.startswith(str(installed.venv)) and str(ROOT) not in where
+    # The embedded broker needs no host, and the user's terminal is not told it lacks one.
+    assert "No hostname was supplied" not in installed.log.read_text(errors="replace")
 
 
 def test_doctor_passes_against_the_installed_server(installed: Installed, project: Path) -> None:
