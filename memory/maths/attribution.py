@@ -296,32 +296,86 @@ def path_words(path: str) -> frozenset[str]:
     )
 
 
-# Prose an agent writes inside a shell command about its own work: a heredoc's body (a commit
-# message, a PR description) and the value of a message flag (`git commit -m "…"`, `gh pr
-# create --title "…" --body "…"`). It says what the agent meant, not what it did: a commit
-# message holding "state" neither follows nor breaks "Do not commit in a broken state".
+# Prose an agent writes about its work, as opposed to what it does: inside a shell command, a
+# heredoc's body (a commit message, a PR description) and the value of a message flag (`git
+# commit -m "…"`, `gh pr create --title "…" --body "…"`); in a tool's input, what it tells a
+# subagent or the person (a task's prompt, a to-do list, a plan, a command's description) and
+# the text of a document it writes (a Markdown plan). It says what the agent meant or planned,
+# not what it did: a commit message holding "state" neither follows nor breaks "Do not commit
+# in a broken state", and a plan that says "push directly to main" pushes nothing.
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1.*?\n[ \t]*\2\b", re.S)
 _MESSAGE_FLAG = re.compile(
-    r"((?:^|\s)(?:-m|--message|--body|--title|--notes|--subject)(?:\s+|=))"
+    r"((?:^|\s)(?:-m|--message|--body|--title|--notes|--subject)(?:\s+|=)"
+    r"|(?:^|\s)(?:-f|-F|--field|--raw-field)\s+(?:body|title|message|description|comment)=)"
     r"(\"(?:[^\"\\]|\\.)*\"|'[^']*')",
     re.S,
 )
+PROSE_KEYS = frozenset(
+    {"description", "prompt", "todos", "plan", "activeForm", "question", "questions", "title",
+     "body", "summary", "message", "subject", "allowedPrompts"}
+)  # fmt: skip
+_WRITTEN_KEYS = frozenset({"content", "new_string", "old_string", "edits", "new_source"})
+_DOCUMENT = re.compile(r"\.(?:md|mdx|markdown|txt|rst|adoc|org)$", re.I)
+
+
+def _bare_command(command: str) -> str:
+    if not any(mark in command for mark in ("<<", "-m", "--", "-f", "-F")):
+        return command
+    return _MESSAGE_FLAG.sub(r"\1''", _HEREDOC.sub(r"<<\2", command))
 
 
 def without_prose(tool_input: str) -> str:
-    """A tool input without the prose in its shell command (heredoc bodies, message flags'
-    values); other inputs, and commands with none, as they are."""
-    if "<<" not in tool_input and not any(f in tool_input for f in ("-m", "--")):
-        return tool_input
+    """A tool input without its prose: a shell command's heredoc bodies and message flags'
+    values, a JSON input's prose fields (`PROSE_KEYS`) and, for a document (`*.md`, `*.txt`
+    …), the text written into it. Other inputs as they are."""
+    if not tool_input.lstrip().startswith("{"):
+        return _bare_command(tool_input)
     try:
         value = json.loads(tool_input)
     except (ValueError, RecursionError):
-        return _MESSAGE_FLAG.sub(r"\1''", _HEREDOC.sub(r"<<\2", tool_input))
-    command = value.get("command") if isinstance(value, dict) else None
-    if not isinstance(command, str):
+        return _bare_command(tool_input)
+    if not isinstance(value, dict):
         return tool_input
-    bare = _MESSAGE_FLAG.sub(r"\1''", _HEREDOC.sub(r"<<\2", command))
-    return tool_input if bare == command else json.dumps({**value, "command": bare})
+    kept = {key: item for key, item in value.items() if key not in PROSE_KEYS}
+    path = next((value.get(k) for k in ("file_path", "notebook_path", "path") if k in value), "")
+    if isinstance(path, str) and _DOCUMENT.search(path):
+        kept = {key: item for key, item in kept.items() if key not in _WRITTEN_KEYS}
+    if isinstance(kept.get("command"), str):
+        kept["command"] = _bare_command(kept["command"])
+    return tool_input if kept == value else json.dumps(kept)
+
+
+_CODEISH = re.compile(r"[_./\-:@0-9]|[a-z][A-Z]")
+
+
+def names_code(statement: str) -> bool:
+    """The statement names something a tool input would hold as code: a code span, an
+    identifier, a path or a flag (`pnpm`, `os.Exit`, `checkpointId`, `--no-verify`)."""
+    if CODE_SPAN.search(statement):
+        return True
+    return any(
+        _CODEISH.search(word.strip(".:/-")) and len(word.strip(".:/-")) > 1
+        for word in TOKEN.findall(statement)
+    )
+
+
+_PATH_OR_FILE = re.compile(r"[^\s\"'=]*/[^\s\"']*|\b[\w-]+\.[A-Za-z]{1,6}\b")
+
+
+def without_written(tool_input: str) -> str:
+    """A tool input without the text it writes into a file (`content`, `new_string` …) and
+    without its paths and file names: for a rule said in plain words only, code and documents
+    hold its words as names and comments, and paths as folder and file names (`state.go`,
+    `main/`), which show nothing of the practice ("Do not commit in a broken state")."""
+    text = tool_input
+    if any(f'"{key}"' in tool_input for key in _WRITTEN_KEYS):
+        try:
+            value = json.loads(tool_input)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, dict):
+            text = json.dumps({k: v for k, v in value.items() if k not in _WRITTEN_KEYS})
+    return _PATH_OR_FILE.sub(" ", text)
 
 
 def attribute(
@@ -343,15 +397,19 @@ def attribute(
     the session never touched its topic), and "ignored" otherwise. Terms in `ambient` (the
     words of the session's working folder, `path_words`) count for neither. The prose inside a
     shell command (`without_prose`: a commit message says what the agent meant, not what it
-    did) is no evidence of following or breaking a rule, but it does show the session touched
-    its topic.
+    did; so is a plan, a to-do list or a subagent's prompt) is no evidence of following or
+    breaking a rule, but it does show the session touched its topic; nor, for a rule said in
+    plain words only, is the text written into a file (`without_written`).
     """
     inputs = [text for text in inputs if text]
+    acted = [without_prose(text) for text in inputs]
+    if not names_code(statement) and not names_code(anti_pattern):
+        acted = [without_written(text) for text in acted]
     verdict = _attribute(
         statement=statement,
         polarity=polarity,
         anti_pattern=anti_pattern,
-        inputs=[without_prose(text) for text in inputs],
+        inputs=acted,
         trigger_context=trigger_context,
         ambient=ambient,
     )

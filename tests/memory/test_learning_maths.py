@@ -360,6 +360,37 @@ def test_the_prose_inside_a_command_is_no_evidence_for_or_against_a_rule() -> No
     assert attribution.without_prose(code) == code  # code in quotes stays
 
 
+def test_what_the_agent_writes_about_its_work_is_no_evidence_but_what_it_runs_is() -> None:
+    """A plan, a to-do list, a subagent's prompt, a review comment and a document neither break
+    nor follow a rule; for a rule in plain words, code and file names are no evidence either
+    (`state.go` is not "a broken state"); a rule that names code is still judged by code."""
+    from memory.maths import attribution
+
+    rule = "Never push directly to main."
+    prose = [
+        json.dumps({"file_path": "/w/docs/plan.md", "content": "Step 4: push directly to main"}),
+        json.dumps({"todos": [{"content": "push directly to main", "status": "pending"}]}),
+        json.dumps({"description": "ship", "prompt": "Push directly to main when done."}),
+        json.dumps({"command": 'gh api repos/o/r/pulls/1/comments -f body="no push to main"'}),
+        json.dumps({"file_path": "/w/src/git.ts", "new_string": "// push directly to main"}),
+    ]
+    assert attribution.attribute(statement=rule, polarity="dont", inputs=prose).result == "ignored"
+    ran = [*prose, json.dumps({"command": "git push origin main"})]
+    assert attribution.attribute(statement=rule, polarity="dont", inputs=ran).result == (
+        "contradicted"
+    )
+    named = [json.dumps({"command": "git add cmd/state.go broken_test.go && git commit -m x"})]
+    broken = attribution.attribute(
+        statement="Do not commit in a broken state.", polarity="dont", inputs=named
+    )
+    assert broken.result == "ignored"
+    code = "Compare errors with `errors.Is`, never with ==."
+    edit = json.dumps({"file_path": "/w/a.go", "new_string": "if errors.Is(err, io.EOF) {"})
+    assert attribution.attribute(statement=code, polarity="do", inputs=[edit]).result == (
+        "followed"
+    )
+
+
 def test_the_words_of_the_working_folder_are_no_evidence_of_a_topic() -> None:
     """A rule that names the project (its folder) is not touched by every absolute path the
     session's tools use, and a path is not following it."""
