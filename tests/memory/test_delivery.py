@@ -343,9 +343,8 @@ def test_a_fix_fires_on_what_failed_not_on_every_call_of_its_program(
     assert maths.fix_trigger(statement, "") == trigger
 
 
-@pytest.mark.django_db
-def test_a_fix_for_one_subcommand_is_not_delivered_at_another(api: Client) -> None:
-    """A lesson about `gh pr diff --stat` is no word for `gh pr list`."""
+def stat_flag_fixed_twice(api: Client) -> None:
+    """`gh pr diff --stat` fails ("unknown flag") and `--name-only` works, in two sessions."""
     for session in ("monday", "tuesday"):
         fail_then_fix(
             api,
@@ -354,6 +353,12 @@ def test_a_fix_for_one_subcommand_is_not_delivered_at_another(api: Client) -> No
             "unknown flag: --stat",
             "gh pr diff 12 --name-only",
         )
+
+
+@pytest.mark.django_db
+def test_a_fix_for_one_subcommand_is_not_delivered_at_another(api: Client) -> None:
+    """A lesson about `gh pr diff --stat` is no word for `gh pr list`."""
+    stat_flag_fixed_twice(api)
     lesson = Engram.objects.get()
     listing = {"tool_name": "Bash", "tool_input": {"command": "gh pr list --state open"}}
     assert hook(api, "PreToolUse", "wednesday", **listing) == {}
@@ -365,14 +370,7 @@ def test_a_fix_for_one_subcommand_is_not_delivered_at_another(api: Client) -> No
 def test_a_fix_is_not_delivered_for_what_a_commit_message_says(api: Client) -> None:
     """The prose inside a command (a heredoc, `-m "…"`) is not what it runs: a commit whose
     message mentions `gh pr diff --stat` is not that command."""
-    for session in ("monday", "tuesday"):
-        fail_then_fix(
-            api,
-            session,
-            "gh pr diff 12 --stat",
-            "unknown flag: --stat",
-            "gh pr diff 12 --name-only",
-        )
+    stat_flag_fixed_twice(api)
     message = "docs: say that gh pr diff has no --stat flag"
     for command in (
         f'git commit -m "{message}"',
