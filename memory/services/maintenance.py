@@ -245,6 +245,7 @@ class Delivered:
     followed: int
     quotes: tuple[dict[str, str], ...]
     irrelevant: int = 0
+    contradicted: int = 0
 
     @property
     def effectiveness(self) -> float | None:
@@ -281,20 +282,20 @@ def _missed_where_it_applied(delivered: Delivered) -> bool:
 
 def _delivered(engram: Engram) -> Delivered:
     rows = Outcome.objects.filter(engram=engram)
-    total, followed, irrelevant = _counts(rows)
+    total, followed, irrelevant, contradicted = _counts(rows)
     quotes = tuple(
         {"session": session, "result": result, "evidence": evidence[:300]}
         for session, result, evidence in rows.exclude(evidence="")
         .order_by("-created_at", "-pk")
         .values_list("injection__session__session_id", "result", "evidence")[:EVIDENCE_QUOTES]
     )
-    return Delivered(total, followed, quotes, irrelevant)
+    return Delivered(total, followed, quotes, irrelevant, contradicted)
 
 
 def _mostly_irrelevant_by_words(engram: Engram) -> bool:
     """At least MIN_OUTCOMES outcomes of deliveries a prompt's words chose, and more than
     IRRELEVANT_SHARE_ABOVE of them irrelevant (the refine-keywords rule on those alone)."""
-    total, _, irrelevant = _counts(
+    total, _, irrelevant, _ = _counts(
         Outcome.objects.filter(engram=engram, injection__bucket__in=KEYWORD_BUCKETS)
     )
     if total < effectiveness.MIN_OUTCOMES:
@@ -302,14 +303,20 @@ def _mostly_irrelevant_by_words(engram: Engram) -> bool:
     return irrelevant / total > effectiveness.IRRELEVANT_SHARE_ABOVE
 
 
-def _counts(rows: Any) -> tuple[int, int, int]:
-    """(outcomes, followed, irrelevant) of an Outcome queryset, in one query."""
+def _counts(rows: Any) -> tuple[int, int, int, int]:
+    """(outcomes, followed, irrelevant, contradicted) of an Outcome queryset, in one query."""
     found = rows.aggregate(
         total=Count("pk"),
         followed=Count("pk", filter=Q(result=Outcome.Result.FOLLOWED)),
         irrelevant=Count("pk", filter=Q(result=Outcome.Result.IRRELEVANT)),
+        contradicted=Count("pk", filter=Q(result=Outcome.Result.CONTRADICTED)),
     )
-    return int(found["total"]), int(found["followed"]), int(found["irrelevant"])
+    return (
+        int(found["total"]),
+        int(found["followed"]),
+        int(found["irrelevant"]),
+        int(found["contradicted"]),
+    )
 
 
 def _still_below(engram: Engram, now: datetime) -> bool:
@@ -518,6 +525,14 @@ def _propose(
             f"Delivered in {delivered.outcomes} sessions, it applied in {delivered.relevant} "
             f"and was followed in {delivered.followed} of them:"
         )
+        if engram.polarity == "dont":
+            # Keeping a prohibition leaves nothing in the tool calls to see: "not followed"
+            # would claim a miss the outcomes do not show. Say how often it was broken.
+            why = (
+                f"Delivered in {delivered.outcomes} sessions, it applied in "
+                f"{delivered.relevant} and was broken in {delivered.contradicted} of them (a "
+                f"rule against an action leaves no trace when kept):"
+            )
         rewritten, producer = _rewrite(owner, engram)
         if rewritten and textnorm.content_hash(rewritten) != engram.content_hash:
             return Proposal(

@@ -553,6 +553,21 @@ def test_a_stated_rule_the_brief_carries_and_the_agent_misses_where_it_applies_i
     )
 
 
+def test_a_prohibitions_evidence_says_how_often_it_was_broken_not_that_it_was_never_followed(
+    owner: Any,
+) -> None:
+    """Keeping "Never X" leaves nothing in the tool calls: the heuristic's "ignored" is no miss,
+    and the proposal says how often it was broken instead of "followed in 0"."""
+    engram = leech_of(owner, "Never force-push to a shared branch", polarity="dont")
+    delivered(owner, engram, ["ignored"] * 4 + ["contradicted"], evidence="git push -f origin dev")
+    (item,) = maintenance.maintain(owner=owner)
+    assert item.payload["change"] == "escalate"
+    assert item.reason.startswith(
+        "Delivered in 5 sessions, it applied in 5 and was broken in 1 of them (a rule against "
+        "an action leaves no trace when kept): escalate"
+    )
+
+
 def test_escalation_needs_five_outcomes_from_sessions_it_was_delivered_in(owner: Any) -> None:
     # The counters say leech, but only 4 outcomes come from sessions it was delivered in.
     engram = leech_of(owner, "Pin dependency versions")
