@@ -262,6 +262,8 @@ def replay_owner(
     prompts = calls = 0
     answered: Counter[str] = Counter()
     replayed: set[str] = set()
+    from memory.services import delivery
+
     for number, (_, path, lines) in enumerate(files):
         sid = f"{folder.name}-{number}-{path.stem}"[:200]
         cwd = _cwd(lines, folder.name)
@@ -309,6 +311,9 @@ def replay_owner(
             else:
                 post("PostToolUse", line, **base, tool_response=fields["output"][:20_000])
         post("Stop", len(lines), last_assistant_message="Done.")
+        # A real next session starts minutes later, past the tool lessons' cache (10 s): a
+        # replay that runs sessions back to back must not depend on this machine's speed.
+        delivery.cache_clear()
         if labels is not None:
             answered.update(review_like_the_labels(owner, labels))
         day = files[number][0][:10]
