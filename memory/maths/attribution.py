@@ -403,7 +403,8 @@ def attribute(
     """
     inputs = [text for text in inputs if text]
     acted = [without_prose(text) for text in inputs]
-    if not names_code(statement) and not names_code(anti_pattern):
+    if not trigger_context.strip() and not names_code(statement) and not names_code(anti_pattern):
+        # (a trigger names where the rule applies, often a folder: its paths stay)
         acted = [without_written(text) for text in acted]
     verdict = _attribute(
         statement=statement,

@@ -384,6 +384,14 @@ def test_what_the_agent_writes_about_its_work_is_no_evidence_but_what_it_runs_is
         statement="Do not commit in a broken state.", polarity="dont", inputs=named
     )
     assert broken.result == "ignored"
+    # a trigger names where a rule applies (a folder): its paths are evidence
+    guarded = attribution.attribute(
+        statement="Never edit the migrations by hand.",
+        polarity="dont",
+        trigger_context="migrations",
+        inputs=[json.dumps({"file_path": "/w/app/migrations/0007_x.py", "new_string": "x"})],
+    )
+    assert guarded.result == "contradicted"
     code = "Compare errors with `errors.Is`, never with ==."
     edit = json.dumps({"file_path": "/w/a.go", "new_string": "if errors.Is(err, io.EOF) {"})
     assert attribution.attribute(statement=code, polarity="do", inputs=[edit]).result == (
