@@ -269,10 +269,13 @@ def reminders_for(
 ) -> list[Reminder]:
     """Active reminder-level engrams of `scope` and global whose trigger fires for the input."""
     scopes = {s for s in (scope, GLOBAL_SCOPE) if token.allows_scope(s)}
+    reminders = _owner_reminders(token.owner_id)
+    if not reminders:
+        return []
     now = timezone.now()
     haystack = attribution.without_prose(tool_input)  # a commit message is not what it runs
     hits: list[Reminder] = []
-    for reminder in _owner_reminders(token.owner_id):
+    for reminder in reminders:
         if reminder.scope not in scopes or not reminder.valid(now):
             continue
         if attribution.trigger_matches(

@@ -192,6 +192,7 @@ STOP_WORDS = frozenset(
     ]
 )
 CODE_SPAN = re.compile(r"`([^`]{1,120})`")
+_CODEISH = re.compile(r"[_./\-:@0-9]|[a-z][A-Z]")  # an identifier, a path, a flag, a version
 TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-/:@+]*")
 
 
@@ -210,7 +211,7 @@ def key_terms(statement: str, *, limit: int = MAX_TERMS) -> list[str]:
             terms.append(span)
     rest = CODE_SPAN.sub(" ", statement)
     words = [w.strip(".:/-").lower() for w in TOKEN.findall(rest)]
-    codeish = [w for w in words if re.search(r"[_./\-:@0-9]|[a-z][A-Z]", w) and len(w) > 1]
+    codeish = [w for w in words if _CODEISH.search(w) and len(w) > 1]
     plain = [w for w in words if w not in STOP_WORDS and len(w) > 2 and w not in codeish]
     # Code spans and identifiers are what a tool input would show; plain words only when the
     # statement has none, or they would dilute the match.
@@ -324,10 +325,18 @@ def _bare_command(command: str) -> str:
     return _MESSAGE_FLAG.sub(r"\1''", _HEREDOC.sub(r"<<\2", command))
 
 
-def without_prose(tool_input: str) -> str:
+def without_prose(tool_input: str, *, plain: bool = False) -> str:
     """A tool input without its prose: a shell command's heredoc bodies and message flags'
     values, a JSON input's prose fields (`PROSE_KEYS`) and, for a document (`*.md`, `*.txt`
-    …), the text written into it. Other inputs as they are."""
+    …), the text written into it. With `plain` (a rule said in plain words only), also without
+    any text written into a file and without paths and file names: code and documents hold
+    such a rule's words as names and comments, and paths as folder and file names (`state.go`,
+    `main/`), which show nothing of the practice ("Do not commit in a broken state")."""
+    bare = _without_prose(tool_input, plain)
+    return _PATH_OR_FILE.sub(" ", bare) if plain else bare
+
+
+def _without_prose(tool_input: str, plain: bool) -> str:
     if not tool_input.lstrip().startswith("{"):
         return _bare_command(tool_input)
     try:
@@ -338,14 +347,14 @@ def without_prose(tool_input: str) -> str:
         return tool_input
     kept = {key: item for key, item in value.items() if key not in PROSE_KEYS}
     path = next((value.get(k) for k in ("file_path", "notebook_path", "path") if k in value), "")
-    if isinstance(path, str) and _DOCUMENT.search(path):
+    if plain or (isinstance(path, str) and _DOCUMENT.search(path)):
         kept = {key: item for key, item in kept.items() if key not in _WRITTEN_KEYS}
     if isinstance(kept.get("command"), str):
         kept["command"] = _bare_command(kept["command"])
     return tool_input if kept == value else json.dumps(kept)
 
 
-_CODEISH = re.compile(r"[_./\-:@0-9]|[a-z][A-Z]")
+_PATH_OR_FILE = re.compile(r"[^\s\"'=]*/[^\s\"']*|\b[\w-]+\.[A-Za-z]{1,6}\b")
 
 
 def names_code(statement: str) -> bool:
@@ -357,25 +366,6 @@ def names_code(statement: str) -> bool:
         _CODEISH.search(word.strip(".:/-")) and len(word.strip(".:/-")) > 1
         for word in TOKEN.findall(statement)
     )
-
-
-_PATH_OR_FILE = re.compile(r"[^\s\"'=]*/[^\s\"']*|\b[\w-]+\.[A-Za-z]{1,6}\b")
-
-
-def without_written(tool_input: str) -> str:
-    """A tool input without the text it writes into a file (`content`, `new_string` …) and
-    without its paths and file names: for a rule said in plain words only, code and documents
-    hold its words as names and comments, and paths as folder and file names (`state.go`,
-    `main/`), which show nothing of the practice ("Do not commit in a broken state")."""
-    text = tool_input
-    if any(f'"{key}"' in tool_input for key in _WRITTEN_KEYS):
-        try:
-            value = json.loads(tool_input)
-        except (ValueError, RecursionError):
-            value = None
-        if isinstance(value, dict):
-            text = json.dumps({k: v for k, v in value.items() if k not in _WRITTEN_KEYS})
-    return _PATH_OR_FILE.sub(" ", text)
 
 
 def attribute(
@@ -399,13 +389,12 @@ def attribute(
     shell command (`without_prose`: a commit message says what the agent meant, not what it
     did; so is a plan, a to-do list or a subagent's prompt) is no evidence of following or
     breaking a rule, but it does show the session touched its topic; nor, for a rule said in
-    plain words only, is the text written into a file (`without_written`).
+    plain words only, is the text written into a file (`without_prose(plain=True)`).
     """
     inputs = [text for text in inputs if text]
-    acted = [without_prose(text) for text in inputs]
-    if not trigger_context.strip() and not names_code(statement) and not names_code(anti_pattern):
-        # (a trigger names where the rule applies, often a folder: its paths stay)
-        acted = [without_written(text) for text in acted]
+    # A trigger names where the rule applies, often a folder: its paths stay.
+    plain = not trigger_context.strip() and not (names_code(statement) or names_code(anti_pattern))
+    acted = [without_prose(text, plain=plain) for text in inputs]
     verdict = _attribute(
         statement=statement,
         polarity=polarity,

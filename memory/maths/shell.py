@@ -286,6 +286,9 @@ def _command(node: Any, cwd: str) -> Command | None:
 
 def _shape(words: list[tuple[str, bool, str]], assignments: list[str], cwd: str) -> Command:
     head: list[str] = []
+    # A runner's flags, said in the shape where they stood but not part of the head: with
+    # other flags it runs the same program (`uv run --project <path> app` is `uv run app`).
+    runner_flags: list[tuple[int, list[str]]] = []
     position = 0
     # Wrappers and runners: keep them, then read the program they run.
     while position < len(words):
@@ -308,7 +311,8 @@ def _shape(words: list[tuple[str, bool, str]], assignments: list[str], cwd: str)
             position += 1
             runner = True
         if runner:
-            position = _runner_flags(words, position, head, cwd)
+            position, flags = _runner_flags(words, position, cwd)
+            runner_flags.append((len(head), flags))
             continue
         break
     program = head[-1] if head else ""
@@ -356,19 +360,23 @@ def _shape(words: list[tuple[str, bool, str]], assignments: list[str], cwd: str)
         tail.append(token)
         if len(tail) >= MAX_ARGS:
             break
+    said = list(head)
+    for at, flags in reversed(runner_flags):
+        said[at:at] = flags
     head_text = " ".join(h for h in head if h)
-    shape = " ".join([*assignments, head_text, *tail])
+    shape = " ".join([*assignments, *(w for w in said if w), *tail])
     return Command(head=head_text, shape=shape)
 
 
 def _runner_flags(
-    words: list[tuple[str, bool, str]], position: int, head: list[str], cwd: str
-) -> int:
+    words: list[tuple[str, bool, str]], position: int, cwd: str
+) -> tuple[int, list[str]]:
     """Skip a runner's flags before the program it runs (`uv run --quiet`), with the value of
     one that takes a value (`--python 3.12`); the packages it adds are kept, as they are what
     makes the program run (`uv run --with jsonschema python3`), and so is the project it runs
     in (`uv run --project <path> app`: run from elsewhere, the program is not found). The
-    position of the program."""
+    position of the program, and the flags kept."""
+    kept: list[str] = []
     while position < len(words) and words[position][0].startswith("-"):
         flag, _, value = words[position][0].partition("=")
         position += 1
@@ -378,10 +386,10 @@ def _runner_flags(
             value = words[position][0]
             position += 1
         if flag in RUNNER_PACKAGE_FLAGS and value and not is_path_like(value):
-            head += [flag, value[:60]]
+            kept += [flag, value[:60]]
         elif flag in RUNNER_PLACE_FLAGS:
-            head += [flag, path_placeholder(value, cwd) if is_path_like(value) else "<v>"]
-    return position
+            kept += [flag, path_placeholder(value, cwd) if is_path_like(value) else "<v>"]
+    return position, kept
 
 
 def _is_subcommand(word: tuple[str, bool, str]) -> bool:

@@ -242,17 +242,6 @@ def _shape(tool: str, command: str) -> tuple[str, str]:
     return head, (parsed.text or command.strip())[:MAX_SHAPE_CHARS]
 
 
-def _bare(head: str) -> str:
-    """A command's head without a runner's flags (`uv run --project <path> app` → `uv run
-    app`): run with other flags, it is the same program."""
-    words, bare = head.split(" "), []
-    for i, word in enumerate(words):
-        if word in shell.RUNNER_VALUE_FLAGS or (i and words[i - 1] in shell.RUNNER_VALUE_FLAGS):
-            continue
-        bare.append(word)
-    return " ".join(bare)
-
-
 def _main(command: str) -> tuple[str, str]:
     """(head, shape) of the command a shell line is for (`git push`, `git push -u <v> <arg>`)."""
     main = shell.command_shape(command).main
@@ -402,7 +391,7 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
             if kind == "not found" and not _reaches(subject, b):
                 continue  # another way to do the job, or a command that never needed it
             (head_a, shape_a), (head_b, shape_b) = _main(a), _main(b)
-            if kind == "error" and (_bare(head_a) != _bare(head_b) or shape_a == shape_b):
+            if kind == "error" and (head_a != head_b or shape_a == shape_b):
                 continue  # another command did something else, or the same one again
             line_a, line_b = _shape(failed.tool, a)[1], _shape(fixed.tool, b)[1]
             if line_a.split(" | ")[0] == line_b.split(" | ")[0] and not (
