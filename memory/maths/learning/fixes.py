@@ -2,8 +2,10 @@
 said as one general lesson per recurring error.
 
 A failure is a tool error only when the tool could not do what was asked: a non-zero exit whose
-output is a test or lint report is a result (the tests ran), and a call a hook blocked is the
-project's policy, not an error to work around. The lesson names the error's kind and the fix's
+output is a test, lint or formatter report is a result (the tests ran), a call a hook, a guard,
+the harness or the person refused is policy, not an error to work around, and an exit code with
+no message of its own (a kill, a timeout) says nothing to learn from. A missing program is a
+lesson only when the fix runs it (by name, path or runner) or installs it. The lesson names the error's kind and the fix's
 command shape (paths and values as placeholders, `memory.maths.shell`), so the same error met
 again words the same lesson and is counted as a recurrence, not a new candidate. A fix that a
 hook blocked, or that carries a hook bypass (`--no-verify`, `# skip-hook`, `SKIP=` …), is never
@@ -376,6 +378,7 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
             continue
         if _a_filters_error(_command(failed.tool_input), failed.output):
             continue
+        kind, subject = error_kind(failed.output)
         for j in range(i + 1, min(len(calls), i + 1 + window)):
             fixed = calls[j]
             if j in used or fixed.tool != failed.tool or not fixed.success:
@@ -387,7 +390,6 @@ def error_fixes(calls: Sequence[Call], *, window: int = 6) -> list[Fix]:
                 break  # the next step got past a hook: nothing to teach
             if is_destructive(b) and not is_destructive(a):
                 break  # it was forced through (a force push, a hard reset): nothing to teach
-            kind, subject = error_kind(failed.output)
             if kind == "not found" and not _reaches(subject, b):
                 continue  # another way to do the job, or a command that never needed it
             (head_a, shape_a), (head_b, shape_b) = _main(a), _main(b)
